@@ -1,0 +1,107 @@
+# silvic-ring: the core library (build/libsilvic_ring.a), the command
+# (build/silvic-ring) and the tests.  `make V=1` shows full commands;
+# `make SAN=1` builds with AddressSanitizer and UBSan into build-san/.
+
+VERSION := $(shell sed -n 's/^\#define SR_VERSION "\(.*\)"/\1/p' src/silvic_ring.h)
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(SAN),1)
+B := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT ?= -O1 -g
+else
+B := build
+SANFLAGS :=
+OPT ?= -O2 -g
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+CFLAGS ?= $(OPT)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CFLAGS) -MMD -MP -Isrc
+ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
+
+# Optional features, found with pkg-config; HTTP=0 or CRYPTO=0 turns one off.
+HTTP ?= $(shell $(PKG_CONFIG) --exists libcurl libmicrohttpd 2>/dev/null && echo 1 || echo 0)
+CRYPTO ?= $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo 1 || echo 0)
+FEATURE_CFLAGS :=
+FEATURE_LIBS :=
+ifeq ($(HTTP),1)
+FEATURE_CFLAGS += -DSR_HAVE_HTTP=1 $(shell $(PKG_CONFIG) --cflags libcurl libmicrohttpd)
+FEATURE_LIBS += $(shell $(PKG_CONFIG) --libs libcurl libmicrohttpd)
+endif
+ifeq ($(CRYPTO),1)
+FEATURE_CFLAGS += -DSR_HAVE_CRYPTO=1 $(shell $(PKG_CONFIG) --cflags libcrypto)
+FEATURE_LIBS += $(shell $(PKG_CONFIG) --libs libcrypto)
+endif
+
+CORE_SRC := $(wildcard src/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+LIB := $(B)/libsilvic_ring.a
+BIN := $(B)/silvic-ring
+
+ifneq ($(V),1)
+Q := @
+quiet = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
+.PHONY: all check unit bats demo install uninstall clean fuzz
+all: $(LIB) $(BIN)
+
+$(B)/src/%.o: src/%.c
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/cli/%.o: cli/%.c
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(FEATURE_CFLAGS) -DSR_BUILD_HTTP=$(HTTP) -c -o $@ $<
+
+$(LIB): $(CORE_OBJ)
+	$(call quiet,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(FEATURE_LIBS) -lm
+
+$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB) $(ALL_LDFLAGS) -lm
+
+# The unit and multi-rank C tests, then the bats suites; the last line is
+# "N passed, N failed".
+check: all $(UNIT_BIN)
+	$(Q)scripts/run-tests $(B)
+
+unit: $(UNIT_BIN)
+	$(Q)scripts/run-tests --unit-only $(B)
+
+demo: all
+	$(Q)scripts/demo $(B)/silvic-ring
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/silvic-ring
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 src/silvic_ring.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 man/silvic-ring.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/silvic-ring $(DESTDIR)$(PREFIX)/lib/libsilvic_ring.a \
+	    $(DESTDIR)$(PREFIX)/include/silvic_ring.h $(DESTDIR)$(PREFIX)/share/man/man1/silvic-ring.1
+
+clean:
+	rm -rf build build-san
+
+-include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)

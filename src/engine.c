@@ -1,0 +1,557 @@
+/*
+ * engine.c - the transfer engine: drives one collective's frames on both
+ * ring sockets at once with poll(2).
+ *
+ * A transfer is a list of frames to send and a list to receive, each on
+ * one side (next or previous rank).  Per side, sends go out in list order
+ * and receives come in in list order; a send may be gated on a receive,
+ * so it forwards bytes as soon as they have arrived (and been folded).
+ * Both sockets are watched the whole time, so a step sends and receives at
+ * once, large buffers cannot deadlock, and an abort or a close from either
+ * neighbour is seen even while this rank is blocked sending.
+ *
+ * Every header is checked against the frame this rank expects before a
+ * byte of its payload is read: nothing is ever sized by the wire.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+
+struct cursor {
+	int send;	/* current send on this side, or -1 */
+	int recv;	/* current receive on this side, or -1 */
+	uint64_t rx_off;	/* payload bytes received of the current receive */
+	size_t fill;	/* reduction bytes waiting in the segment buffer */
+	bool blocked_out;	/* the socket said EAGAIN on send */
+	bool parked;	/* a later collective's header waits in the peer */
+};
+
+struct run {
+	struct sr_ring *ring;
+	struct sr_transfer *x;
+	struct cursor side[2];
+	size_t esize;
+};
+
+static int
+next_send(const struct run *r, int from, enum sr_side side)
+{
+	for (int i = from; i < r->x->nsends; i++)
+		if (r->x->sends[i].side == side)
+			return i;
+	return -1;
+}
+
+static int
+next_recv(const struct run *r, int from, enum sr_side side)
+{
+	for (int i = from; i < r->x->nrecvs; i++)
+		if (r->x->recvs[i].side == side)
+			return i;
+	return -1;
+}
+
+/* ------------------------------------------------------------ the errors */
+
+static void
+peer_error(struct run *r, enum sr_side side, enum sr_code code,
+    struct sr_error *err, const char *fmt, ...) SR_PRINTF(5, 6);
+
+static void
+peer_error(struct run *r, enum sr_side side, enum sr_code code,
+    struct sr_error *err, const char *fmt, ...)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+	char what[300], where[160] = "";
+	const struct sr_frame *frame = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (r->side[side].recv >= 0)
+		frame = &r->x->recvs[r->side[side].recv].frame;
+	else if (r->side[side].send >= 0)
+		frame = &r->x->sends[r->side[side].send].frame;
+	if (frame != NULL)
+		sr_frame_describe(frame, where, sizeof(where));
+	else if (r->x->nrecvs > 0)
+		sr_frame_describe(&r->x->recvs[0].frame, where, sizeof(where));
+	else if (r->x->nsends > 0)
+		sr_frame_describe(&r->x->sends[0].frame, where, sizeof(where));
+	sr_err_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
+	    what, p->rank, p->address, where[0] ? " in " : "", where);
+	err->peer = p->rank;
+	snprintf(err->peer_address, sizeof(err->peer_address), "%s", p->address);
+	if (frame != NULL)
+		err->step = frame->step;
+}
+
+static void
+io_error(struct run *r, enum sr_side side, ssize_t n, struct sr_error *err)
+{
+	if (n == 0)
+		peer_error(r, side, SR_EPEER_CLOSED, err,
+		    "lost the connection (closed by the peer) to");
+	else if (errno == ECONNRESET || errno == EPIPE)
+		peer_error(r, side, SR_EPEER_CLOSED, err,
+		    "lost the connection (%s) to", strerror(errno));
+	else if (errno == ETIMEDOUT)
+		peer_error(r, side, SR_ETIMEOUT, err,
+		    "no acknowledgement within the timeout (%s) from",
+		    strerror(errno));
+	else
+		peer_error(r, side, SR_EIO, err, "socket error (%s) with",
+		    strerror(errno));
+}
+
+/* -------------------------------------------------------------- sending */
+
+static uint64_t
+send_ready(const struct run *r, const struct sr_send *s)
+{
+	const struct sr_recv *g;
+
+	if (s->gate < 0)
+		return s->len;
+	g = &r->x->recvs[s->gate];
+	return g->complete ? s->len : g->done;
+}
+
+/* Queues the header of the next piece when its first byte (or, for an empty
+ * frame, the gate's completion) allows. */
+static bool
+start_piece(struct run *r, struct sr_peer *p, struct sr_send *s)
+{
+	struct sr_frame frame = s->frame;
+	uint64_t piece = s->len - s->off;
+	uint64_t ready = send_ready(r, s);
+
+	if (piece > SR_FRAME_MAX)
+		piece = SR_FRAME_MAX;
+	if (piece == 0 ? !(s->gate < 0 || r->x->recvs[s->gate].complete) :
+	    ready <= s->off)
+		return false;
+	frame.length = piece;
+	sr_frame_encode(&frame, p->tx_header);
+	p->tx_header_left = SR_FRAME_HEADER_LEN;
+	p->tx_payload_left = piece;
+	s->started = true;
+	return true;
+}
+
+/* Sends what it can on one side; returns bytes moved or -1 on error. */
+static int64_t
+pump_out(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct cursor *c = &r->side[side];
+	struct sr_peer *p = &r->ring->peer[side];
+	int64_t moved = 0;
+
+	c->blocked_out = false;
+	while (c->send >= 0) {
+		struct sr_send *s = &r->x->sends[c->send];
+		struct iovec iov[2];
+		int niov = 0;
+		uint64_t limit, payload;
+		ssize_t n;
+
+		if (p->tx_header_left == 0 && p->tx_payload_left == 0) {
+			if (s->started && s->off == s->len) {
+				c->send = next_send(r, c->send + 1, side);
+				continue;
+			}
+			if (!start_piece(r, p, s))
+				break;
+		}
+		limit = send_ready(r, s);
+		if (limit > s->off + p->tx_payload_left)
+			limit = s->off + p->tx_payload_left;
+		payload = limit > s->off ? limit - s->off : 0;
+		if (payload > SR_IO_MAX)
+			payload = SR_IO_MAX;
+		if (p->tx_header_left > 0) {
+			iov[niov].iov_base = p->tx_header +
+			    (SR_FRAME_HEADER_LEN - p->tx_header_left);
+			iov[niov++].iov_len = p->tx_header_left;
+		}
+		if (payload > 0) {
+			iov[niov].iov_base = (void *)(s->data + s->off);
+			iov[niov++].iov_len = (size_t)payload;
+		}
+		if (niov == 0)
+			break;	/* waiting for the gate */
+		{
+			struct msghdr msg = { .msg_iov = iov,
+				.msg_iovlen = (size_t)niov };
+
+			n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			c->blocked_out = true;
+			break;
+		}
+		if (n < 0) {
+			io_error(r, side, n, err);
+			return -1;
+		}
+		moved += n;
+		if ((size_t)n <= p->tx_header_left) {
+			p->tx_header_left -= (size_t)n;
+			continue;
+		}
+		n -= (ssize_t)p->tx_header_left;
+		p->tx_header_left = 0;
+		s->off += (uint64_t)n;
+		p->tx_payload_left -= (uint64_t)n;
+	}
+	return moved;
+}
+
+/* ------------------------------------------------------------ receiving */
+
+/* Reads the abort frame's payload and turns it into this rank's error. */
+static int
+read_abort(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+	struct sr_abort abort;
+	ssize_t n;
+
+	while (p->abort_got < p->abort_len) {
+		n = recv(p->fd, p->abort_buf + p->abort_got,
+		    (size_t)(p->abort_len - p->abort_got), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			io_error(r, side, n, err);
+			return -1;
+		}
+		p->abort_got += (size_t)n;
+	}
+	sr_abort_decode(p->abort_buf, (size_t)p->abort_len, &abort);
+	sr_err_set(err, abort.code < SR_CODE_COUNT && abort.code != SR_EOK ?
+	    (enum sr_code)abort.code : SR_EABORTED, SR_PHASE_COLLECTIVE,
+	    "rank %u reported: %s", abort.origin, abort.reason);
+	err->origin = abort.origin;
+	if (abort.culprit != SR_NO_RANK) {
+		err->peer = abort.culprit;
+		if (abort.culprit < r->ring->world)
+			snprintf(err->peer_address, sizeof(err->peer_address),
+			    "%s", r->ring->addresses[abort.culprit]);
+	} else {
+		err->peer = abort.origin;
+	}
+	return -1;
+}
+
+/*
+ * Reads and classifies a header on a side.  Returns 1 when a header that
+ * matches `want` (or, with want NULL, one of a later collective) is ready,
+ * 0 when more bytes are needed, -1 on failure.
+ */
+static int
+read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
+    struct sr_error *err)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+	struct sr_frame got;
+	char saw[160], expected[160];
+	ssize_t n;
+
+	if (p->abort_len > 0)
+		return read_abort(r, side, err);
+	while (p->header_got < SR_FRAME_HEADER_LEN) {
+		n = recv(p->fd, p->header + p->header_got,
+		    SR_FRAME_HEADER_LEN - p->header_got, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n == 0 && p->bye && p->header_got == 0 && want == NULL) {
+			p->eof = true;	/* a clean close, nothing owed */
+			return 0;
+		}
+		if (n <= 0) {
+			io_error(r, side, n, err);
+			return -1;
+		}
+		p->header_got += (size_t)n;
+	}
+	sr_frame_decode(p->header, &got);
+	switch (sr_frame_check(&got, want != NULL ? want : &got)) {
+	case SR_FRAME_IS_ABORT:
+		p->header_got = 0;
+		p->abort_len = got.length;
+		p->abort_got = 0;
+		return read_abort(r, side, err);
+	case SR_FRAME_IS_BYE:
+		p->header_got = 0;
+		p->bye = true;
+		if (want != NULL) {
+			peer_error(r, side, SR_EOUT_OF_STEP, err,
+			    "the ring was closed (it finished its collectives) by");
+			return -1;
+		}
+		return 0;
+	case SR_FRAME_BAD_ABORT:
+		peer_error(r, side, SR_EOUT_OF_STEP, err,
+		    "an abort frame of %llu bytes (not a silvic frame) came from",
+		    (unsigned long long)got.length);
+		return -1;
+	case SR_FRAME_MISMATCH:
+		sr_frame_describe(&got, saw, sizeof(saw));
+		sr_frame_describe(want, expected, sizeof(expected));
+		peer_error(r, side, SR_EOUT_OF_STEP, err,
+		    "out of step: expected %s, got %s from", expected, saw);
+		return -1;
+	case SR_FRAME_MATCH:
+		if (want != NULL)
+			return 1;
+		/* Nothing is expected on this side: only a frame of a later
+		 * collective may wait here for its turn. */
+		if (got.seq > r->ring->seq)
+			return 1;
+		sr_frame_describe(&got, saw, sizeof(saw));
+		peer_error(r, side, SR_EOUT_OF_STEP, err,
+		    "out of step: an unexpected frame (%s) came from", saw);
+		return -1;
+	}
+	return -1;
+}
+
+/* Folds the complete elements waiting in the segment buffer. */
+static void
+fold(struct run *r, struct cursor *c, struct sr_recv *v)
+{
+	size_t elements = c->fill / r->esize, bytes = elements * r->esize;
+	uint8_t *seg = r->ring->segment;
+
+	if (elements == 0)
+		return;
+	sr_reduce(v->data + v->done, v->local + v->done, seg, elements,
+	    r->x->dtype, r->x->op);
+	v->done += bytes;
+	c->fill -= bytes;
+	if (c->fill > 0)
+		memmove(seg, seg + bytes, c->fill);
+}
+
+static void
+recv_complete(struct run *r, enum sr_side side)
+{
+	struct cursor *c = &r->side[side];
+
+	r->x->recvs[c->recv].complete = true;
+	c->recv = next_recv(r, c->recv + 1, side);
+	c->rx_off = 0;
+	c->fill = 0;
+}
+
+/* Reads payload of the current piece; bytes moved, 0 to poll again, -1. */
+static int64_t
+read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
+    struct sr_error *err)
+{
+	struct cursor *c = &r->side[side];
+	struct sr_peer *p = &r->ring->peer[side];
+	uint64_t want = p->rx_payload_left;
+	uint8_t *into;
+	ssize_t n;
+
+	if (want > SR_IO_MAX)
+		want = SR_IO_MAX;
+	if (v->reduce || v->data == NULL) {
+		if (want > SR_SEGMENT - c->fill)
+			want = SR_SEGMENT - c->fill;
+		into = r->ring->segment + c->fill;
+	} else {
+		into = v->data + c->rx_off;
+	}
+	do
+		n = recv(p->fd, into, (size_t)want, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n <= 0) {
+		io_error(r, side, n, err);
+		return -1;
+	}
+	p->rx_payload_left -= (uint64_t)n;
+	c->rx_off += (uint64_t)n;
+	if (v->reduce) {
+		c->fill += (size_t)n;
+		fold(r, c, v);
+	} else {
+		v->done += (uint64_t)n;
+	}
+	return n;
+}
+
+/* Receives what it can on one side; returns bytes moved or -1 on error. */
+static int64_t
+pump_in(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct cursor *c = &r->side[side];
+	struct sr_peer *p = &r->ring->peer[side];
+	int64_t moved = 0, n;
+
+	while (c->recv >= 0) {
+		struct sr_recv *v = &r->x->recvs[c->recv];
+
+		if (p->rx_payload_left == 0) {
+			struct sr_frame want = v->frame;
+			uint64_t left = v->len - c->rx_off;
+			int rc;
+
+			want.length = left > SR_FRAME_MAX ? SR_FRAME_MAX : left;
+			rc = read_header(r, side, &want, err);
+			if (rc < 0)
+				return -1;
+			if (rc == 0)
+				break;
+			p->header_got = 0;
+			moved += SR_FRAME_HEADER_LEN;
+			p->rx_payload_left = want.length;
+			if (v->len == 0)
+				recv_complete(r, side);
+			continue;
+		}
+		n = read_payload(r, side, v, err);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		moved += n;
+		if (p->rx_payload_left == 0 && c->rx_off == v->len)
+			recv_complete(r, side);
+	}
+	/* With nothing to receive, still watch the side for an abort, a
+	 * goodbye or a close (a later collective's header is parked). */
+	if (c->recv < 0 && !c->parked && !p->eof) {
+		int rc = read_header(r, side, NULL, err);
+
+		if (rc < 0)
+			return -1;
+		if (rc == 1)
+			c->parked = true;
+	}
+	return moved;
+}
+
+/* ---------------------------------------------------------- the poll loop */
+
+static bool
+finished(const struct run *r)
+{
+	return r->side[SR_NEXT].send < 0 && r->side[SR_PREV].send < 0 &&
+	    r->side[SR_NEXT].recv < 0 && r->side[SR_PREV].recv < 0 &&
+	    r->ring->peer[SR_NEXT].tx_header_left == 0 &&
+	    r->ring->peer[SR_PREV].tx_header_left == 0;
+}
+
+static void
+silence_error(struct run *r, struct sr_error *err)
+{
+	char took[32];
+	enum sr_side side = SR_PREV;
+	const char *what = "waiting for data from";
+
+	/* Blame the side this rank waits on: a receive first, else a send
+	 * the peer does not drain. */
+	if (r->side[SR_PREV].recv >= 0)
+		side = SR_PREV;
+	else if (r->side[SR_NEXT].recv >= 0)
+		side = SR_NEXT;
+	else if (r->side[SR_NEXT].send >= 0) {
+		side = SR_NEXT;
+		what = "waiting to send to";
+	} else if (r->side[SR_PREV].send >= 0) {
+		side = SR_PREV;
+		what = "waiting to send to";
+	}
+	sr_clock_format_ms(r->ring->timeout_ms, took, sizeof(took));
+	peer_error(r, side, SR_ETIMEOUT, err, "timed out after %s of silence %s",
+	    took, what);
+}
+
+int
+sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
+    struct sr_error *err)
+{
+	struct run r = { .ring = ring, .x = xfer };
+	int64_t deadline;
+
+	r.esize = sr_dtype_size(xfer->dtype);
+	if (r.esize == 0)
+		r.esize = 1;
+	for (int s = 0; s < 2; s++) {
+		r.side[s].send = next_send(&r, 0, (enum sr_side)s);
+		r.side[s].recv = next_recv(&r, 0, (enum sr_side)s);
+	}
+	for (int i = 0; i < xfer->nsends; i++) {
+		xfer->sends[i].off = 0;
+		xfer->sends[i].started = false;
+	}
+	for (int i = 0; i < xfer->nrecvs; i++) {
+		xfer->recvs[i].done = 0;
+		xfer->recvs[i].complete = false;
+	}
+	deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
+	for (;;) {
+		struct pollfd fds[2];
+		int64_t moved = 0, n;
+		int rc;
+
+		for (int s = 0; s < 2; s++) {
+			n = pump_in(&r, (enum sr_side)s, err);
+			if (n < 0)
+				return -1;
+			moved += n;
+			n = pump_out(&r, (enum sr_side)s, err);
+			if (n < 0)
+				return -1;
+			moved += n;
+		}
+		if (finished(&r))
+			return 0;
+		if (moved > 0) {
+			deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
+			continue;
+		}
+		if (ring->cancel != NULL && *ring->cancel) {
+			peer_error(&r, r.side[SR_PREV].recv >= 0 ? SR_PREV :
+			    SR_NEXT, SR_EINTERRUPTED, err, "interrupted waiting for");
+			err->peer = -1;
+			err->peer_address[0] = '\0';
+			return -1;
+		}
+		for (int s = 0; s < 2; s++) {
+			fds[s].fd = ring->peer[s].fd;
+			fds[s].events = (r.side[s].parked ||
+			    ring->peer[s].eof) && r.side[s].recv < 0 ? 0 : POLLIN;
+			if (r.side[s].blocked_out)
+				fds[s].events |= POLLOUT;
+			fds[s].revents = 0;
+		}
+		rc = poll(fds, 2, sr_clock_left_ms(deadline));
+		if (rc < 0 && errno != EINTR) {
+			sr_err_set(err, SR_EIO, SR_PHASE_COLLECTIVE, "poll: %s",
+			    strerror(errno));
+			return -1;
+		}
+		if (rc == 0 && sr_clock_ns() >= deadline) {
+			silence_error(&r, err);
+			return -1;
+		}
+	}
+}

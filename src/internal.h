@@ -1,0 +1,321 @@
+/*
+ * internal.h - interfaces between the core's modules; not installed.
+ *
+ * Layers, bottom up: clock and socket layer (clock.c, sock.c); the pure
+ * parts (wire.c: byte helpers, hello/verdict and frame codecs; reduce.c:
+ * kernels; schedule.c: which block goes where); ring formation
+ * (listener.c, handshake.c); the transfer engine (engine.c); the
+ * collectives and the ring object (collectives.c, ring.c).
+ */
+#ifndef SR_INTERNAL_H
+#define SR_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "silvic_ring.h"
+
+#define SR_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+/* ------------------------------------------------------------------ error */
+
+/* Sets code, phase and message; keeps rank, peer and address. */
+void sr_err_set(struct sr_error *err, enum sr_code code, enum sr_phase phase,
+    const char *fmt, ...) SR_PRINTF(4, 5);
+/* Names the peer of an error that has none yet. */
+void sr_err_peer(struct sr_error *err, int64_t peer, const char *address);
+
+/* ------------------------------------------------------------------ clock */
+
+/* Monotonic time in nanoseconds. */
+int64_t sr_clock_ns(void);
+/* Milliseconds left until deadline_ns, clamped to [0, INT32_MAX]. */
+int sr_clock_left_ms(int64_t deadline_ns);
+/* "30s", "1.5s", "250ms": a duration for messages. */
+const char *sr_clock_format_ms(int64_t ms, char *buf, size_t size);
+
+/* ----------------------------------------------------------------- socket */
+
+struct sr_sockaddr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+/*
+ * Splits "host:port", "[v6]:port" into host and port.  Returns -1 with a
+ * message in why (size bytes) when the text is not of that form.
+ */
+int sr_sock_split(const char *address, char *host, size_t host_size,
+    uint16_t *port, char *why, size_t why_size);
+/* Resolves a numeric or named host; -1 with why on failure. */
+int sr_sock_resolve(const char *host, uint16_t port, int passive,
+    struct sr_sockaddr *out, char *why, size_t why_size);
+/* "ip:port" or "[ip]:port". */
+void sr_sock_format(const struct sr_sockaddr *addr, char *buf, size_t size);
+bool sr_sock_is_unspecified(const struct sr_sockaddr *addr);
+int sr_sock_nonblocking(int fd);
+/* TCP_NODELAY, SO_KEEPALIVE and TCP_USER_TIMEOUT from the timeout. */
+void sr_sock_tune(int fd, int64_t timeout_ms);
+/* Buffer sizes; best effort. */
+void sr_sock_buffers(int fd, int bytes);
+
+/* ------------------------------------------------------------------- wire */
+
+#define SR_MAGIC "silvicn\x01"
+#define SR_MAGIC_LEN 8
+#define SR_BYTE_ORDER_MARK 0x01020304u
+#define SR_HELLO_LEN 32
+#define SR_VERDICT_LEN 16
+#define SR_FRAME_HEADER_LEN 24
+/* The longest abort reason a frame carries. */
+#define SR_ABORT_REASON_MAX 400
+
+void sr_put_u32le(uint8_t *p, uint32_t v);
+void sr_put_u64le(uint8_t *p, uint64_t v);
+uint32_t sr_get_u32le(const uint8_t *p);
+uint64_t sr_get_u64le(const uint8_t *p);
+
+struct sr_hello {
+	uint32_t rank;
+	uint32_t world;
+	uint64_t token;
+};
+
+enum sr_verdict {
+	SR_VERDICT_ACCEPTED = 0,
+	SR_VERDICT_WRONG_TOKEN = 1,
+	SR_VERDICT_WRONG_WORLD = 2,
+	SR_VERDICT_WRONG_RANK = 3,
+	SR_VERDICT_COUNT
+};
+
+void sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN]);
+/* 0, or -1 with why set ("not a silvic rank ...", "byte order differs"). */
+int sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
+    const char **why);
+/* The acceptor's judgement: token first, then world, then rank. */
+enum sr_verdict sr_hello_judge(const struct sr_hello *hello, uint64_t token,
+    uint32_t world, uint32_t expected_rank);
+void sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
+    uint8_t out[SR_VERDICT_LEN]);
+/* 0, or -1 when the bytes are not a silvic verdict. */
+int sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN],
+    enum sr_verdict *verdict, uint32_t *acceptor_rank);
+const char *sr_verdict_reason(enum sr_verdict verdict);
+
+/*
+ * Frames.  Header: kind u8, dtype u8, op u8, reserved u8, step u32, seq
+ * u64, length u64, all little-endian.  kind names the collective; dtype
+ * and op qualify an allreduce; step is the ring step; seq counts the
+ * collectives on this ring; length is the payload that follows.
+ */
+enum sr_frame_kind {
+	SR_FRAME_ALLREDUCE = 1,
+	SR_FRAME_ALLGATHER = 2,
+	SR_FRAME_BROADCAST = 3,
+	SR_FRAME_BARRIER = 4,
+	SR_FRAME_SHIFT = 5,
+	SR_FRAME_LINK = 6,
+	SR_FRAME_ABORT = 7,
+	SR_FRAME_BYE = 8,
+	SR_FRAME_KIND_MAX = 8
+};
+
+struct sr_frame {
+	uint8_t kind;
+	uint8_t dtype;
+	uint8_t op;
+	uint32_t step;
+	uint64_t seq;
+	uint64_t length;
+};
+
+void sr_frame_encode(const struct sr_frame *frame,
+    uint8_t out[SR_FRAME_HEADER_LEN]);
+void sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN],
+    struct sr_frame *frame);
+/* "allreduce sum f64 step 3 seq 7 of 4096 bytes" for messages. */
+void sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size);
+
+enum sr_frame_check {
+	SR_FRAME_MATCH,
+	SR_FRAME_IS_ABORT,	 /* an abort frame with a sane length */
+	SR_FRAME_IS_BYE,	 /* the peer closes the ring cleanly */
+	SR_FRAME_MISMATCH,	 /* another collective, step or length */
+	SR_FRAME_BAD_ABORT	 /* an abort frame of absurd length */
+};
+
+/* Compares a received header against the one this rank expects. */
+enum sr_frame_check sr_frame_check(const struct sr_frame *got,
+    const struct sr_frame *want);
+
+/*
+ * Abort payload: origin rank u32, code u32, the rank the origin blames u32
+ * (SR_NO_RANK for none), reason bytes (no NUL).  encode returns the payload
+ * length (<= SR_ABORT_MAX).
+ */
+#define SR_NO_RANK 0xffffffffu
+#define SR_ABORT_FIXED 12
+#define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
+
+struct sr_abort {
+	uint32_t origin;
+	uint32_t code;
+	uint32_t culprit;
+	char reason[SR_ABORT_REASON_MAX + 1];
+};
+
+size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
+    size_t size);
+/* -1 when the payload is shorter than SR_ABORT_FIXED bytes.  The reason is
+ * kept to printable ASCII. */
+int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
+
+/* ----------------------------------------------------------------- reduce */
+
+/*
+ * dst[i] = op(a[i], b[i]) for count elements.  Buffers are aligned to the
+ * element size; a may be dst, b overlaps neither.
+ */
+void sr_reduce(void *dst, const void *a, const void *b, size_t count,
+    enum sr_dtype dtype, enum sr_op op);
+
+/* --------------------------------------------------------------- schedule */
+
+/*
+ * count elements split into world blocks as evenly as possible: the first
+ * count % world blocks hold one element more.
+ */
+size_t sr_block_offset(size_t count, uint32_t world, uint32_t block);
+size_t sr_block_count(size_t count, uint32_t world, uint32_t block);
+/*
+ * Ring allreduce: at reduce-scatter step k (0 <= k < world-1) rank r sends
+ * block (r - k) mod world and receives block (r - k - 1) mod world, which
+ * it folds into its own; at allgather step k it sends block (r + 1 - k) and
+ * receives block (r - k).  The block rank r owns reduced is (r + 1) mod
+ * world.
+ */
+uint32_t sr_sched_rs_send(uint32_t rank, uint32_t world, uint32_t step);
+uint32_t sr_sched_rs_recv(uint32_t rank, uint32_t world, uint32_t step);
+uint32_t sr_sched_ag_send(uint32_t rank, uint32_t world, uint32_t step);
+uint32_t sr_sched_ag_recv(uint32_t rank, uint32_t world, uint32_t step);
+
+/* ----------------------------------------------------------------- engine */
+
+enum sr_side { SR_NEXT = 0, SR_PREV = 1 };
+
+/*
+ * One frame to send: `len` bytes at data, on side `side`.  When gate >= 0
+ * only the bytes the receive `gate` has already finished may be sent (the
+ * data forwards what that receive brings).
+ */
+struct sr_send {
+	enum sr_side side;
+	const uint8_t *data;
+	uint64_t len;
+	int gate;
+	struct sr_frame frame;
+	/* Engine state: payload bytes sent; whether a header went out. */
+	uint64_t off;
+	bool started;
+};
+
+/*
+ * One frame to receive into data (len bytes) from `side`.  With reduce set
+ * the payload is folded into data with (dtype, op) instead of copied.
+ * data may be NULL to discard the payload.
+ */
+struct sr_recv {
+	enum sr_side side;
+	uint8_t *data;
+	uint64_t len;
+	/* With reduce: data = op(local, payload); local may be data. */
+	const uint8_t *local;
+	bool reduce;
+	struct sr_frame frame;
+	/* Engine state: payload bytes final in data, and completion. */
+	uint64_t done;
+	bool complete;
+};
+
+struct sr_transfer {
+	struct sr_send *sends;
+	int nsends;
+	struct sr_recv *recvs;
+	int nrecvs;
+	enum sr_dtype dtype;
+	enum sr_op op;
+};
+
+/* Runs a transfer to completion or failure (then the ring is failed). */
+int sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
+    struct sr_error *err);
+
+/* -------------------------------------------------------------- ring core */
+
+struct sr_peer {
+	int fd;
+	uint32_t rank;
+	char address[SR_ADDR_MAX];
+	/* The peer said goodbye (it closed the ring cleanly), then EOF. */
+	bool bye;
+	bool eof;
+	/* Receive decoder; a header read ahead of its collective stays here. */
+	uint8_t header[SR_FRAME_HEADER_LEN];
+	size_t header_got;
+	uint8_t abort_buf[SR_ABORT_MAX];
+	size_t abort_got;
+	uint64_t abort_len;
+	/* Send state of the frame under way: header bytes still to go, and
+	 * payload bytes still owed (an abort pads them to stay in frame). */
+	uint8_t tx_header[SR_FRAME_HEADER_LEN];
+	size_t tx_header_left;
+	uint64_t tx_payload_left;
+	/* Receive state of the frame under way. */
+	uint64_t rx_payload_left;
+};
+
+struct sr_ring {
+	uint32_t rank;
+	uint32_t world;
+	uint64_t token;
+	int64_t timeout_ms;
+	volatile int *cancel;
+	uint64_t seq;
+	bool failed;
+	struct sr_error failure;
+	struct sr_peer peer[2];	 /* SR_NEXT, SR_PREV */
+	char **addresses;
+	uint8_t *scratch;
+	size_t scratch_size;
+	uint8_t *segment;	 /* SR_SEGMENT bytes for reductions */
+};
+
+/*
+ * Ring formation: connects to the next rank and accepts the previous one.
+ * Fills next_fd and prev_fd (blocking mode unspecified) or the error.
+ */
+int sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world,
+    uint64_t token, const char *const *addresses,
+    const struct sr_ring_options *options, int *next_fd, int *prev_fd,
+    struct sr_error *err);
+
+/* The failure of a broken ring copied into err (code kept). */
+int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);
+/* Records err as the ring's failure, notifies neighbours, shuts sockets. */
+void sr_ring_fail(struct sr_ring *ring, const struct sr_error *err);
+/* Scratch space of at least size bytes owned by the ring; NULL on ENOMEM. */
+uint8_t *sr_ring_scratch(struct sr_ring *ring, size_t size);
+
+/* Socket syscalls move at most this many bytes at once. */
+#define SR_IO_MAX (4u << 20)
+/* Frames carry at most this much payload, so an abort can follow soon. */
+#define SR_FRAME_MAX (1u << 20)
+/* A reduction folds received bytes in pieces of at most this size, while
+ * they are still in cache. */
+#define SR_SEGMENT (256u << 10)
+
+#endif

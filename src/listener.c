@@ -1,0 +1,117 @@
+/*
+ * listener.c - a bound, listening rank that has not joined its ring yet,
+ * and the address it advertises.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "listener.h"
+
+static int
+advertised_address(struct sr_listener *l, const char *host,
+    const char *advertise, uint16_t port, struct sr_error *err)
+{
+	struct sr_sockaddr addr;
+	char why[256];
+
+	if (advertise == NULL || advertise[0] == '\0')
+		advertise = host;
+	if (sr_sock_resolve(advertise, port, 0, &addr, why, sizeof(why)) != 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND,
+		    "cannot advertise '%s': %s", advertise, why);
+		return -1;
+	}
+	if (sr_sock_is_unspecified(&addr)) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND,
+		    "'%s' is not an address other ranks can reach; listen on it "
+		    "but advertise this node's address (--advertise IP|IFNAME)",
+		    advertise);
+		return -1;
+	}
+	sr_sock_format(&addr, l->address, sizeof(l->address));
+	return 0;
+}
+
+int
+sr_listener_open(struct sr_listener **out, const char *host,
+    const char *advertise, uint16_t port, struct sr_error *err)
+{
+	struct sr_listener *l;
+	struct sr_sockaddr addr;
+	char why[256], where[SR_ADDR_MAX];
+	int one = 1;
+
+	*out = NULL;
+	if (host == NULL || host[0] == '\0')
+		host = "127.0.0.1";
+	if (sr_sock_resolve(host, port, 1, &addr, why, sizeof(why)) != 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND, "cannot listen on '%s': %s",
+		    host, why);
+		return -1;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL) {
+		sr_err_set(err, SR_ENOMEM, SR_PHASE_BIND, "out of memory");
+		return -1;
+	}
+	sr_sock_format(&addr, where, sizeof(where));
+	l->fd = socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		sr_err_set(err, SR_EBIND, SR_PHASE_BIND,
+		    "creating a socket for %s: %s", where, strerror(errno));
+		free(l);
+		return -1;
+	}
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l->fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
+	    listen(l->fd, SOMAXCONN) != 0) {
+		sr_err_set(err, SR_EBIND, SR_PHASE_BIND, "binding %s: %s", where,
+		    strerror(errno));
+		sr_listener_close(l);
+		return -1;
+	}
+	addr.len = sizeof(addr.ss);
+	if (getsockname(l->fd, (struct sockaddr *)&addr.ss, &addr.len) != 0) {
+		sr_err_set(err, SR_EBIND, SR_PHASE_BIND,
+		    "reading the bound port of %s: %s", where, strerror(errno));
+		sr_listener_close(l);
+		return -1;
+	}
+	l->port = ntohs(addr.ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&addr.ss)->sin6_port :
+	    ((struct sockaddr_in *)&addr.ss)->sin_port);
+	if (advertised_address(l, host, advertise, l->port, err) != 0) {
+		sr_listener_close(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+const char *
+sr_listener_address(const struct sr_listener *listener)
+{
+	return listener->address;
+}
+
+uint16_t
+sr_listener_port(const struct sr_listener *listener)
+{
+	return listener->port;
+}
+
+void
+sr_listener_close(struct sr_listener *listener)
+{
+	if (listener == NULL)
+		return;
+	if (listener->fd >= 0)
+		close(listener->fd);
+	free(listener);
+}

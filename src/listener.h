@@ -1,0 +1,15 @@
+/*
+ * listener.h - the listener's layout, shared by listener.c and ring.c.
+ */
+#ifndef SR_LISTENER_H
+#define SR_LISTENER_H
+
+#include "internal.h"
+
+struct sr_listener {
+	int fd;
+	uint16_t port;
+	char address[SR_ADDR_MAX];
+};
+
+#endif

@@ -1,0 +1,399 @@
+/*
+ * ring.c - the ring object: joining (on top of handshake.c), failing
+ * loudly and closing cleanly.
+ *
+ * A failure is sticky: the first error is kept, both neighbours are told
+ * with an abort frame (so every survivor can name the rank that failed
+ * first), and the sockets are shut, so the failure travels the ring.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "listener.h"
+
+/* How long a failing rank spends telling its neighbours, and how long a
+ * clean close drains a socket before giving up on its EOF. */
+#define ABORT_BUDGET_NS (500LL * 1000000)
+#define DRAIN_BUDGET_NS (2000LL * 1000000)
+
+void
+sr_ring_options_init(struct sr_ring_options *options)
+{
+	memset(options, 0, sizeof(*options));
+	options->timeout_ms = 60000;
+}
+
+static void
+ring_free(struct sr_ring *ring)
+{
+	if (ring->addresses != NULL) {
+		for (uint32_t i = 0; i < ring->world; i++)
+			free(ring->addresses[i]);
+		free(ring->addresses);
+	}
+	for (int s = 0; s < 2; s++)
+		if (ring->peer[s].fd >= 0)
+			close(ring->peer[s].fd);
+	free(ring->scratch);
+	free(ring->segment);
+	free(ring);
+}
+
+static int
+check_config(uint64_t rank, uint64_t world, const char *const *addresses,
+    const struct sr_ring_options *options, struct sr_error *err)
+{
+	if (world == 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "the world size is 0; a ring needs at least one rank");
+		return -1;
+	}
+	if (world > UINT32_MAX) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "world size %llu does not fit the handshake's u32",
+		    (unsigned long long)world);
+		return -1;
+	}
+	if (rank >= world) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "rank %llu is out of range for a world of %llu",
+		    (unsigned long long)rank, (unsigned long long)world);
+		return -1;
+	}
+	if (options->timeout_ms <= 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "the timeout must be positive, not %lld ms",
+		    (long long)options->timeout_ms);
+		return -1;
+	}
+	for (uint64_t i = 0; world > 1 && i < world; i++)
+		if (addresses[i] == NULL || addresses[i][0] == '\0') {
+			sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+			    "rank %llu has no address", (unsigned long long)i);
+			return -1;
+		}
+	return 0;
+}
+
+static struct sr_ring *
+ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
+    uint64_t token, const struct sr_ring_options *options)
+{
+	struct sr_ring *ring = calloc(1, sizeof(*ring));
+
+	if (ring == NULL)
+		return NULL;
+	ring->rank = (uint32_t)rank;
+	ring->world = (uint32_t)world;
+	ring->token = token;
+	ring->timeout_ms = options->timeout_ms;
+	ring->cancel = options->cancel;
+	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
+	sr_error_clear(&ring->failure);
+	if (world == 1)
+		return ring;
+	ring->addresses = calloc((size_t)world, sizeof(char *));
+	ring->segment = malloc(SR_SEGMENT);
+	if (ring->addresses == NULL || ring->segment == NULL)
+		goto fail;
+	for (uint64_t i = 0; i < world; i++)
+		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
+			goto fail;
+	return ring;
+fail:
+	ring_free(ring);
+	return NULL;
+}
+
+static void
+set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank)
+{
+	struct sr_peer *p = &ring->peer[side];
+
+	p->fd = fd;
+	p->rank = rank;
+	snprintf(p->address, sizeof(p->address), "%s", ring->addresses[rank]);
+	sr_sock_nonblocking(fd);
+	sr_sock_tune(fd, ring->timeout_ms);
+}
+
+int
+sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
+    uint64_t rank, const char *const *addresses, uint64_t world,
+    uint64_t token, const struct sr_ring_options *options,
+    struct sr_error *err)
+{
+	struct sr_ring_options defaults;
+	struct sr_ring *ring;
+	int next_fd = -1, prev_fd = -1;
+
+	*out = NULL;
+	if (options == NULL) {
+		sr_ring_options_init(&defaults);
+		options = &defaults;
+	}
+	if (check_config(rank, world, addresses, options, err) != 0)
+		goto fail;
+	if ((ring = ring_new(rank, world, addresses, token, options)) == NULL) {
+		sr_err_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		goto fail;
+	}
+	if (world > 1) {
+		if (listener == NULL) {
+			sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+			    "a world of %llu needs a listener",
+			    (unsigned long long)world);
+			ring_free(ring);
+			goto fail;
+		}
+		if (sr_handshake_form(listener->fd, ring->rank, ring->world,
+			token, addresses, options, &next_fd, &prev_fd, err) != 0) {
+			ring_free(ring);
+			goto fail;
+		}
+		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world);
+		set_peer(ring, SR_PREV, prev_fd,
+		    (ring->rank + ring->world - 1) % ring->world);
+	}
+	sr_listener_close(listener);
+	*out = ring;
+	return 0;
+fail:
+	err->rank = rank < world ? (int64_t)rank : -1;
+	sr_listener_close(listener);
+	return -1;
+}
+
+void
+sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return;
+	ring->timeout_ms = timeout_ms;
+	for (int s = 0; s < 2; s++)
+		if (ring->peer[s].fd >= 0)
+			sr_sock_tune(ring->peer[s].fd, timeout_ms);
+}
+
+uint32_t
+sr_ring_rank(const struct sr_ring *ring)
+{
+	return ring->rank;
+}
+
+uint32_t
+sr_ring_world(const struct sr_ring *ring)
+{
+	return ring->world;
+}
+
+const char *
+sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank)
+{
+	if (ring->addresses == NULL || rank >= ring->world)
+		return "";
+	return ring->addresses[rank];
+}
+
+uint8_t *
+sr_ring_scratch(struct sr_ring *ring, size_t size)
+{
+	uint8_t *grown;
+
+	if (size < 64)
+		size = 64;
+	if (size <= ring->scratch_size)
+		return ring->scratch;
+	grown = realloc(ring->scratch, size);
+	if (grown == NULL)
+		return NULL;
+	ring->scratch = grown;
+	ring->scratch_size = size;
+	return grown;
+}
+
+int
+sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err)
+{
+	*err = ring->failure;
+	err->rank = ring->rank;
+	return -1;
+}
+
+/*
+ * Writes len bytes to a peer within the deadline, after first padding the
+ * frame it was in the middle of (an abort must start at a frame boundary).
+ */
+static void
+send_bounded(struct sr_peer *p, const uint8_t *bytes, size_t len,
+    int64_t deadline)
+{
+	static const uint8_t zeros[4096];
+
+	while (p->tx_header_left > 0 || p->tx_payload_left > 0 || len > 0) {
+		struct pollfd pfd = { .fd = p->fd, .events = POLLOUT };
+		const uint8_t *from;
+		size_t want;
+		ssize_t n;
+
+		if (p->tx_header_left > 0) {
+			from = p->tx_header + SR_FRAME_HEADER_LEN -
+			    p->tx_header_left;
+			want = p->tx_header_left;
+		} else if (p->tx_payload_left > 0) {
+			from = zeros;
+			want = p->tx_payload_left < sizeof(zeros) ?
+			    (size_t)p->tx_payload_left : sizeof(zeros);
+		} else {
+			from = bytes;
+			want = len;
+		}
+		n = send(p->fd, from, want, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN) {
+			if (poll(&pfd, 1, sr_clock_left_ms(deadline)) <= 0 &&
+			    sr_clock_ns() >= deadline)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		if (p->tx_header_left > 0)
+			p->tx_header_left -= (size_t)n;
+		else if (p->tx_payload_left > 0)
+			p->tx_payload_left -= (uint64_t)n;
+		else {
+			bytes += n;
+			len -= (size_t)n;
+		}
+	}
+}
+
+static size_t
+control_frame(uint8_t kind, const uint8_t *payload, size_t len, uint8_t *out)
+{
+	struct sr_frame frame = { .kind = kind, .length = len };
+
+	sr_frame_encode(&frame, out);
+	if (len > 0)
+		memcpy(out + SR_FRAME_HEADER_LEN, payload, len);
+	return SR_FRAME_HEADER_LEN + len;
+}
+
+void
+sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
+{
+	uint8_t payload[SR_ABORT_MAX], frame[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	struct sr_abort abort;
+	int64_t deadline = sr_clock_ns() + ABORT_BUDGET_NS;
+	size_t n;
+
+	if (ring->failed)
+		return;
+	ring->failed = true;
+	ring->failure = *err;
+	ring->failure.rank = ring->rank;
+	memset(&abort, 0, sizeof(abort));
+	abort.origin = err->origin >= 0 ? (uint32_t)err->origin : ring->rank;
+	abort.code = (uint32_t)err->code;
+	abort.culprit = err->peer >= 0 ? (uint32_t)err->peer : SR_NO_RANK;
+	if (err->origin >= 0) {
+		/* Forwarding: keep the origin's own words. */
+		const char *colon = strstr(err->message, ": ");
+
+		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
+		    colon != NULL ? colon + 2 : err->message);
+	} else {
+		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
+		    err->message);
+	}
+	n = control_frame(SR_FRAME_ABORT, payload,
+	    sr_abort_encode(&abort, payload, sizeof(payload)), frame);
+	for (int s = 0; s < 2; s++) {
+		struct sr_peer *p = &ring->peer[s];
+
+		if (p->fd < 0)
+			continue;
+		/* A lost peer fails the send at once (EPIPE); a stopped one
+		 * costs at most the budget. */
+		send_bounded(p, frame, n, deadline);
+		shutdown(p->fd, SHUT_RDWR);
+	}
+}
+
+void
+sr_ring_abort(struct sr_ring *ring, const struct sr_error *err)
+{
+	if (ring != NULL && ring->world > 1)
+		sr_ring_fail(ring, err);
+	else if (ring != NULL && !ring->failed) {
+		ring->failed = true;
+		ring->failure = *err;
+	}
+}
+
+/* Reads and discards until EOF on both sockets, or the deadline. */
+static void
+drain(struct sr_ring *ring, int64_t deadline)
+{
+	uint8_t sink[4096];
+	bool open[2] = { ring->peer[0].fd >= 0, ring->peer[1].fd >= 0 };
+
+	while (open[0] || open[1]) {
+		struct pollfd fds[2];
+		int rc;
+
+		for (int s = 0; s < 2; s++) {
+			fds[s].fd = open[s] ? ring->peer[s].fd : -1;
+			fds[s].events = POLLIN;
+			fds[s].revents = 0;
+		}
+		rc = poll(fds, 2, sr_clock_left_ms(deadline));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			return;
+		for (int s = 0; s < 2; s++) {
+			ssize_t n;
+
+			if (!open[s] || fds[s].revents == 0)
+				continue;
+			n = recv(fds[s].fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				open[s] = false;
+		}
+	}
+}
+
+void
+sr_ring_close(struct sr_ring *ring)
+{
+	uint8_t frame[SR_FRAME_HEADER_LEN];
+	int64_t deadline;
+
+	if (ring == NULL)
+		return;
+	if (!ring->failed && ring->world > 1) {
+		/*
+		 * Say goodbye, shut the write side and read to EOF: closing
+		 * with unread bytes would make the kernel send a reset, and
+		 * a neighbour still finishing would see "connection reset".
+		 */
+		deadline = sr_clock_ns() + DRAIN_BUDGET_NS;
+		control_frame(SR_FRAME_BYE, NULL, 0, frame);
+		for (int s = 0; s < 2; s++) {
+			send_bounded(&ring->peer[s], frame, sizeof(frame),
+			    deadline);
+			shutdown(ring->peer[s].fd, SHUT_WR);
+		}
+		drain(ring, deadline);
+	}
+	ring_free(ring);
+}

@@ -1,0 +1,260 @@
+/*
+ * silvic_ring.h - the public interface of the silvic-ring core.
+ *
+ * An embedded TCP ring for collectives: each rank binds a listener, the
+ * caller gathers every rank's address (in rank order) by any means it likes,
+ * and sr_ring_connect joins the ring: it connects to the next rank, accepts
+ * the previous one, and runs the silvic-net handshake.  The collectives then
+ * run around the ring.  Every rank calls the same collectives in the same
+ * order with buffers of the same length.
+ *
+ * The core never prints, never exits, never installs signal handlers and
+ * never reads the environment.  Every call that can fail returns 0 on
+ * success and -1 on failure, filling the caller's struct sr_error.  Once a
+ * collective has failed the ring is broken: every later call on it fails
+ * with the same error.
+ */
+#ifndef SILVIC_RING_H
+#define SILVIC_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_VERSION "0.1.0"
+
+/*
+ * Error codes: X(name, slug, description).  The slug is stable and is what
+ * JSON output carries; the numeric values may change between versions.
+ */
+#define SR_ERRNO_MAP(X)                                                        \
+	X(OK, "ok", "success")                                                 \
+	X(CONFIG, "config", "invalid configuration")                           \
+	X(NOMEM, "nomem", "out of memory")                                     \
+	X(BIND, "bind", "could not bind the listener")                         \
+	X(CONNECT, "connect", "could not connect to the next rank")            \
+	X(REJECTED, "rejected", "the next rank rejected the handshake")        \
+	X(HANDSHAKE, "handshake", "the handshake failed")                      \
+	X(AUTH, "auth", "authentication failed")                               \
+	X(TIMEOUT, "timeout", "timed out")                                     \
+	X(PEER_CLOSED, "peer-closed", "a peer closed the connection")          \
+	X(IO, "io", "a socket operation failed")                               \
+	X(OUT_OF_STEP, "out-of-step", "a peer is in another collective")       \
+	X(ABORTED, "aborted", "another rank failed")                           \
+	X(INTERRUPTED, "interrupted", "interrupted")                           \
+	X(BROKEN, "broken", "the ring failed earlier")
+
+enum sr_code {
+#define SR_CODE_ENUM(name, slug, text) SR_E##name,
+	SR_ERRNO_MAP(SR_CODE_ENUM)
+#undef SR_CODE_ENUM
+	SR_CODE_COUNT
+};
+
+/* Where in a rank's life a failure happened. */
+#define SR_PHASE_MAP(X)                                                        \
+	X(NONE, "none")                                                        \
+	X(CONFIG, "config")                                                    \
+	X(BIND, "bind")                                                        \
+	X(RENDEZVOUS, "rendezvous")                                            \
+	X(CONNECT, "connect")                                                  \
+	X(ACCEPT, "accept")                                                    \
+	X(HANDSHAKE, "handshake")                                              \
+	X(COLLECTIVE, "collective")                                            \
+	X(CLOSE, "close")
+
+enum sr_phase {
+#define SR_PHASE_ENUM(name, slug) SR_PHASE_##name,
+	SR_PHASE_MAP(SR_PHASE_ENUM)
+#undef SR_PHASE_ENUM
+	SR_PHASE_COUNT
+};
+
+#define SR_ADDR_MAX 80	  /* "[v6-with-zone]:port" and a NUL fit */
+#define SR_MESSAGE_MAX 512
+
+/*
+ * One failure.  Filled at the bottom, enriched on the way up; the caller
+ * prints it (sr_error_format).  rank, peer and step are -1 when unknown;
+ * origin is the rank that failed first when this rank learnt of the
+ * failure from another rank's abort (else -1).
+ */
+struct sr_error {
+	enum sr_code code;
+	enum sr_phase phase;
+	int64_t rank;
+	int64_t peer;
+	int64_t origin;
+	int64_t step;
+	char peer_address[SR_ADDR_MAX];
+	char message[SR_MESSAGE_MAX];
+};
+
+/* Resets err to "no error": code SR_EOK, every number -1, strings empty. */
+void sr_error_clear(struct sr_error *err);
+/* The stable slug ("out-of-step") and the description of a code. */
+const char *sr_code_name(enum sr_code code);
+const char *sr_code_text(enum sr_code code);
+const char *sr_phase_name(enum sr_phase phase);
+/*
+ * The one-line message a user sees: "rank 2: <message>", or just the
+ * message when no rank is known.  Always NUL-terminated; returns buf.
+ */
+char *sr_error_format(const struct sr_error *err, char *buf, size_t size);
+
+enum sr_dtype {
+	SR_F64,
+	SR_F32,
+	SR_I64,
+	SR_I32,
+	SR_U64,
+	SR_U32,
+	SR_DTYPE_COUNT
+};
+
+enum sr_op {
+	SR_SUM,
+	SR_MAX,
+	SR_MIN,
+	SR_PROD,
+	SR_OP_COUNT
+};
+
+size_t sr_dtype_size(enum sr_dtype dtype);
+const char *sr_dtype_name(enum sr_dtype dtype);
+const char *sr_op_name(enum sr_op op);
+/* Parse "f64", "sum", ...; 0 on success, -1 when the name is unknown. */
+int sr_dtype_parse(const char *name, enum sr_dtype *out);
+int sr_op_parse(const char *name, enum sr_op *out);
+
+/* ---------------------------------------------------------------- listener */
+
+struct sr_listener;
+
+/*
+ * Binds host:port (port 0: ephemeral) and listens with a full backlog.
+ * advertise is the address other ranks dial; NULL or "" means host itself.
+ * An unspecified address (0.0.0.0, ::) cannot be advertised: that is an
+ * SR_ECONFIG error whose message says to pass the node's address.  host
+ * may be an IPv6 literal, with or without brackets.  On success *out owns
+ * the socket until sr_ring_connect or sr_listener_close.
+ */
+int sr_listener_open(struct sr_listener **out, const char *host,
+    const char *advertise, uint16_t port, struct sr_error *err);
+/* "ip:port" (IPv6 as "[ip]:port") that the other ranks connect to. */
+const char *sr_listener_address(const struct sr_listener *listener);
+uint16_t sr_listener_port(const struct sr_listener *listener);
+void sr_listener_close(struct sr_listener *listener);
+
+/* ------------------------------------------------------------------- ring */
+
+struct sr_ring;
+
+/* Called for every connection the acceptor rejects during formation. */
+typedef void (*sr_stray_fn)(void *arg, const char *peer_address,
+    const char *reason);
+
+struct sr_ring_options {
+	/* Bounds formation, then any silence while a collective waits;
+	 * milliseconds, > 0. */
+	int64_t timeout_ms;
+	/* When non-NULL and set non-zero (say by a signal handler), waits
+	 * end with SR_EINTERRUPTED at the next wake-up. */
+	volatile int *cancel;
+	/* Told of every rejected connection, when non-NULL. */
+	sr_stray_fn on_stray;
+	void *stray_arg;
+};
+
+void sr_ring_options_init(struct sr_ring_options *options);
+
+/*
+ * Joins the ring as `rank` of `world` ranks.  addresses[i] is rank i's
+ * "host:port"; the listener is consumed (closed) whether or not the call
+ * succeeds.  token is the job token both sides must agree on.  A world of
+ * one opens no sockets.  rank >= world, world 0 and a world beyond u32 are
+ * SR_ECONFIG.
+ */
+int sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
+    uint64_t rank, const char *const *addresses, uint64_t world,
+    uint64_t token, const struct sr_ring_options *options,
+    struct sr_error *err);
+
+/* The silence timeout of later collectives, in milliseconds (> 0). */
+void sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms);
+uint32_t sr_ring_rank(const struct sr_ring *ring);
+uint32_t sr_ring_world(const struct sr_ring *ring);
+const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
+
+/*
+ * Ends the ring cleanly: shuts the write sides, drains both sockets to EOF
+ * for a bounded time, closes.  ring may be NULL.
+ */
+void sr_ring_close(struct sr_ring *ring);
+
+/* ------------------------------------------------------------ collectives */
+
+/*
+ * Every rank's values reduced element-wise; the result lands in recv on
+ * every rank.  send == recv reduces in place.  Every chunk folds in a fixed
+ * rank order, so for a given world size and count the result is bitwise
+ * identical on every rank and every run.  All ops are treated as
+ * commutative; float sums depend on that fold order.
+ */
+int sr_allreduce(struct sr_ring *ring, const void *send, void *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err);
+
+/* The seed's named entry points, in place. */
+int sr_allreduce_sum_f64(struct sr_ring *ring, double *values, size_t count,
+    struct sr_error *err);
+int sr_allreduce_sum_i64(struct sr_ring *ring, int64_t *values, size_t count,
+    struct sr_error *err);
+int sr_allreduce_max_f64(struct sr_ring *ring, double *values, size_t count,
+    struct sr_error *err);
+
+/*
+ * Every rank's `bytes` bytes, concatenated in rank order into recv (world *
+ * bytes long).  send may point into recv at this rank's slot.
+ */
+int sr_allgather(struct sr_ring *ring, const void *send, size_t bytes,
+    void *recv, struct sr_error *err);
+
+/* root's `bytes` bytes of buf, copied into buf on every rank. */
+int sr_broadcast(struct sr_ring *ring, void *buf, size_t bytes,
+    uint32_t root, struct sr_error *err);
+
+/* Returns once every rank has entered the barrier. */
+int sr_barrier(struct sr_ring *ring, struct sr_error *err);
+
+/*
+ * Link tests: sends `bytes` bytes to the next rank while receiving as many
+ * from the previous one (every rank at once).  recv may be NULL to discard.
+ */
+int sr_ring_shift(struct sr_ring *ring, const void *send, void *recv,
+    size_t bytes, struct sr_error *err);
+
+/*
+ * One link alone: rank `from` sends `bytes` bytes of buf to its next rank,
+ * which receives them into its buf and answers with its first `echo` bytes
+ * (echo <= bytes; 0 still sends an empty acknowledgement), received into
+ * `from`'s buf.  Every other rank returns at once; every rank must make the
+ * same call.
+ */
+int sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf,
+    size_t bytes, size_t echo, struct sr_error *err);
+
+/*
+ * Marks the ring failed with err (which must hold a failure), tells both
+ * neighbours, and shuts the sockets.  For a caller that fails between
+ * collectives (a failed check, say) and wants its peers to learn why.
+ */
+void sr_ring_abort(struct sr_ring *ring, const struct sr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * wire.c - bytes on the wire: fixed-width little-endian helpers, the
+ * handshake codec (byte for byte the silvic-net hello and verdict) and the
+ * frame header codec.  Pure: no descriptors, no allocation.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+void
+sr_put_u32le(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+void
+sr_put_u64le(uint8_t *p, uint64_t v)
+{
+	sr_put_u32le(p, (uint32_t)v);
+	sr_put_u32le(p + 4, (uint32_t)(v >> 32));
+}
+
+uint32_t
+sr_get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+uint64_t
+sr_get_u64le(const uint8_t *p)
+{
+	return (uint64_t)sr_get_u32le(p) | (uint64_t)sr_get_u32le(p + 4) << 32;
+}
+
+void
+sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN])
+{
+	uint32_t bom = SR_BYTE_ORDER_MARK;
+
+	memset(out, 0, SR_HELLO_LEN);
+	memcpy(out, SR_MAGIC, SR_MAGIC_LEN);
+	/* Native order on purpose: a peer of the other endianness reads it
+	 * reversed and is rejected, since payloads travel natively. */
+	memcpy(out + 8, &bom, 4);
+	sr_put_u32le(out + 12, hello->rank);
+	sr_put_u32le(out + 16, hello->world);
+	sr_put_u64le(out + 24, hello->token);
+}
+
+int
+sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
+    const char **why)
+{
+	uint32_t bom;
+
+	if (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) != 0) {
+		*why = "not a silvic rank (wrong magic or protocol version)";
+		return -1;
+	}
+	memcpy(&bom, in + 8, 4);
+	if (bom != SR_BYTE_ORDER_MARK) {
+		*why = "its byte order differs from this rank's";
+		return -1;
+	}
+	hello->rank = sr_get_u32le(in + 12);
+	hello->world = sr_get_u32le(in + 16);
+	hello->token = sr_get_u64le(in + 24);
+	return 0;
+}
+
+enum sr_verdict
+sr_hello_judge(const struct sr_hello *hello, uint64_t token, uint32_t world,
+    uint32_t expected_rank)
+{
+	if (hello->token != token)
+		return SR_VERDICT_WRONG_TOKEN;
+	if (hello->world != world)
+		return SR_VERDICT_WRONG_WORLD;
+	if (hello->rank != expected_rank)
+		return SR_VERDICT_WRONG_RANK;
+	return SR_VERDICT_ACCEPTED;
+}
+
+void
+sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
+    uint8_t out[SR_VERDICT_LEN])
+{
+	memcpy(out, SR_MAGIC, SR_MAGIC_LEN);
+	sr_put_u32le(out + 8, (uint32_t)verdict);
+	sr_put_u32le(out + 12, acceptor_rank);
+}
+
+int
+sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN], enum sr_verdict *verdict,
+    uint32_t *acceptor_rank)
+{
+	uint32_t status;
+
+	if (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) != 0)
+		return -1;
+	status = sr_get_u32le(in + 8);
+	if (status >= SR_VERDICT_COUNT)
+		return -1;
+	*verdict = (enum sr_verdict)status;
+	*acceptor_rank = sr_get_u32le(in + 12);
+	return 0;
+}
+
+const char *
+sr_verdict_reason(enum sr_verdict verdict)
+{
+	switch (verdict) {
+	case SR_VERDICT_ACCEPTED:
+		return "accepted";
+	case SR_VERDICT_WRONG_TOKEN:
+		return "job token mismatch";
+	case SR_VERDICT_WRONG_WORLD:
+		return "world size mismatch";
+	case SR_VERDICT_WRONG_RANK:
+		return "rank mismatch";
+	default:
+		return "unknown verdict";
+	}
+}
+
+void
+sr_frame_encode(const struct sr_frame *frame, uint8_t out[SR_FRAME_HEADER_LEN])
+{
+	out[0] = frame->kind;
+	out[1] = frame->dtype;
+	out[2] = frame->op;
+	out[3] = 0;
+	sr_put_u32le(out + 4, frame->step);
+	sr_put_u64le(out + 8, frame->seq);
+	sr_put_u64le(out + 16, frame->length);
+}
+
+void
+sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN], struct sr_frame *frame)
+{
+	frame->kind = in[0];
+	frame->dtype = in[1];
+	frame->op = in[2];
+	frame->step = sr_get_u32le(in + 4);
+	frame->seq = sr_get_u64le(in + 8);
+	frame->length = sr_get_u64le(in + 16);
+}
+
+static const char *
+kind_name(uint8_t kind)
+{
+	static const char *const names[] = { "kind 0", "allreduce",
+		"allgather", "broadcast", "barrier", "shift", "link", "abort",
+		"goodbye" };
+
+	return kind <= SR_FRAME_KIND_MAX ? names[kind] : "unknown kind";
+}
+
+void
+sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size)
+{
+	if (frame->kind == SR_FRAME_ALLREDUCE && frame->dtype < SR_DTYPE_COUNT &&
+	    frame->op < SR_OP_COUNT)
+		snprintf(buf, size, "allreduce %s %s step %u seq %llu of %llu bytes",
+		    sr_op_name(frame->op), sr_dtype_name(frame->dtype),
+		    frame->step, (unsigned long long)frame->seq,
+		    (unsigned long long)frame->length);
+	else if (frame->kind <= SR_FRAME_KIND_MAX)
+		snprintf(buf, size, "%s step %u seq %llu of %llu bytes",
+		    kind_name(frame->kind), frame->step,
+		    (unsigned long long)frame->seq,
+		    (unsigned long long)frame->length);
+	else
+		snprintf(buf, size, "a frame of unknown kind %u (not a silvic frame)",
+		    frame->kind);
+}
+
+enum sr_frame_check
+sr_frame_check(const struct sr_frame *got, const struct sr_frame *want)
+{
+	if (got->kind == SR_FRAME_ABORT)
+		return got->length >= SR_ABORT_FIXED &&
+		    got->length <= SR_ABORT_MAX ?
+		    SR_FRAME_IS_ABORT : SR_FRAME_BAD_ABORT;
+	if (got->kind == SR_FRAME_BYE && got->length == 0)
+		return SR_FRAME_IS_BYE;
+	if (got->kind != want->kind || got->dtype != want->dtype ||
+	    got->op != want->op || got->step != want->step ||
+	    got->seq != want->seq || got->length != want->length)
+		return SR_FRAME_MISMATCH;
+	return SR_FRAME_MATCH;
+}
+
+size_t
+sr_abort_encode(const struct sr_abort *abort, uint8_t *out, size_t size)
+{
+	size_t n = strnlen(abort->reason, SR_ABORT_REASON_MAX);
+
+	if (size < SR_ABORT_FIXED)
+		return 0;
+	if (n > size - SR_ABORT_FIXED)
+		n = size - SR_ABORT_FIXED;
+	sr_put_u32le(out, abort->origin);
+	sr_put_u32le(out + 4, abort->code);
+	sr_put_u32le(out + 8, abort->culprit);
+	memcpy(out + SR_ABORT_FIXED, abort->reason, n);
+	return SR_ABORT_FIXED + n;
+}
+
+int
+sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort)
+{
+	size_t n, i;
+
+	if (len < SR_ABORT_FIXED)
+		return -1;
+	abort->origin = sr_get_u32le(in);
+	abort->code = sr_get_u32le(in + 4);
+	abort->culprit = sr_get_u32le(in + 8);
+	n = len - SR_ABORT_FIXED;
+	if (n > SR_ABORT_REASON_MAX)
+		n = SR_ABORT_REASON_MAX;
+	/* The reason is printed later: keep it to printable ASCII. */
+	for (i = 0; i < n; i++) {
+		uint8_t c = in[SR_ABORT_FIXED + i];
+
+		abort->reason[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	abort->reason[n] = '\0';
+	return 0;
+}
