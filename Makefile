@@ -50,6 +50,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 LIB := $(B)/libsilvic_ring.a
 BIN := $(B)/silvic-ring
+# The command's objects but main, for the C tests of cli/ modules.
+CLI_LIB := $(B)/libsrcli.a
 
 ifneq ($(V),1)
 Q := @
@@ -75,9 +77,13 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(FEATURE_LIBS) -lm
 
-$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
+$(CLI_LIB): $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
+	$(call quiet,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB) $(CLI_LIB)
 	$(call quiet,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(LIB) $(ALL_LDFLAGS) -lm
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(FEATURE_CFLAGS) -Itests/unit -Icli -o $@ $< $(CLI_LIB) $(LIB) $(ALL_LDFLAGS) $(FEATURE_LIBS) -lm
 
 # The unit and multi-rank C tests, then the bats suites; the last line is
 # "N passed, N failed".

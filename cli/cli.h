@@ -1,0 +1,173 @@
+/*
+ * cli.h - what the command's files share: exit statuses, messages, the
+ * options every ring command takes, and the rank's life up to a formed
+ * ring (bind, publish, obtain the list, find the rank, form the ring).
+ *
+ * Only cli/ prints and exits.  Messages go to stderr in git's voice:
+ * "silvic-ring: rank 2: timed out ..."; machine output goes to stdout.
+ */
+#ifndef SR_CLI_H
+#define SR_CLI_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "silvic_ring.h"
+
+#define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+/* Exit statuses; the man page's EXIT STATUS lists the same. */
+enum cli_exit {
+	EXIT_OK = 0,
+	EXIT_CHECK = 1,		/* an expect or a bench check failed */
+	EXIT_USAGE = 2,		/* usage or configuration error */
+	EXIT_RENDEZVOUS = 3,	/* the address list never became complete */
+	EXIT_FORMATION = 4,	/* bind, connect or handshake failed */
+	EXIT_COLLECTIVE = 5,	/* peer lost, out of step, silence timeout */
+	EXIT_THRESHOLD = 6,	/* bench: busbw below --min-busbw */
+	EXIT_AUTH = 7,		/* authentication failed */
+	EXIT_INTERNAL = 8,	/* out of memory, output could not be written */
+	EXIT_INTERRUPTED = 130	/* SIGINT or SIGTERM */
+};
+
+/* Set by the SIGINT/SIGTERM handler; the core's cancel flag points here. */
+extern volatile int cli_interrupted;
+/* Installs SIGINT/SIGTERM handlers (without SA_RESTART) and ignores
+ * SIGPIPE. */
+void cli_signals_install(void);
+
+/* ----------------------------------------------------------- messages */
+
+/* 0 quiet, 1 -v (status lines), 2 -vv (debug). */
+extern int cli_verbosity;
+/* Rank for message prefixes once known, else -1. */
+extern int64_t cli_rank;
+
+/* "silvic-ring: <message>\n" on stderr, always. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+void cli_warn(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* Status lines for -v, fixed and greppable:
+ * "silvic-ring: rank 1: listening on 127.0.0.1:4000". */
+void cli_status(const char *fmt, ...) CLI_PRINTF(1, 2);
+void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* A usage error: message, then "try 'silvic-ring --help'"; returns
+ * EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* The exit status for a core error. */
+int cli_exit_for(const struct sr_error *err);
+/*
+ * Reports a core error: one line on stderr, and with json also a JSON
+ * record {"type":"error",...} on stdout.  Returns cli_exit_for(err).
+ */
+int cli_report(const struct sr_error *err, bool json);
+
+/* --------------------------------------------------------------- JSON */
+
+/* Writes s as a JSON string literal (quotes included) to out. */
+void json_string(FILE *out, const char *s);
+/* Writes a finite double; NaN and infinities become null. */
+void json_number(FILE *out, double v);
+
+/* ---------------------------------------------------------- numbers */
+
+/*
+ * Parses a size with an optional binary suffix (K, M, G, T; "KiB" etc. and
+ * lower case too): "64M" = 67108864.  -1 when it is not a size.
+ */
+int cli_parse_size(const char *text, uint64_t *out);
+/* Parses a whole number in [min, max]; -1 when it is not. */
+int cli_parse_uint(const char *text, uint64_t min, uint64_t max,
+    uint64_t *out);
+/* Parses seconds ("30", "0.5"); -1 when not a positive number. */
+int cli_parse_seconds(const char *text, double *out);
+
+/* ------------------------------------------------- the ring options */
+
+/*
+ * The options of every command that forms a ring (run, bench).  Each
+ * command's getopt_long table includes CLI_RING_LONGOPTS and hands unknown
+ * option codes to cli_ring_option.
+ */
+struct cli_ring {
+	const char *host;	/* --host */
+	const char *advertise;	/* --advertise IP|IFNAME */
+	int64_t port;		/* --port, -1 for none */
+	const char *peers;	/* --peers SOURCE */
+	int64_t rank;		/* --rank, -1 for none */
+	int64_t world;		/* --world, -1 for none */
+	const char *token;	/* --token */
+	double timeout;		/* --timeout seconds */
+	bool print_address;	/* --print-address */
+	const char *address_file;	/* --address-file */
+	bool dry_run;		/* --dry-run */
+	bool json;		/* --json */
+	const char *key_file;	/* --key-file */
+};
+
+enum {
+	OPT_HOST = 1000,
+	OPT_ADVERTISE,
+	OPT_PORT,
+	OPT_PEERS,
+	OPT_RANK,
+	OPT_WORLD,
+	OPT_TOKEN,
+	OPT_TIMEOUT,
+	OPT_PRINT_ADDRESS,
+	OPT_ADDRESS_FILE,
+	OPT_DRY_RUN,
+	OPT_JSON,
+	OPT_KEY_FILE,
+	OPT_VERBOSE = 'v',
+	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
+};
+
+#define CLI_RING_LONGOPTS                                                      \
+	{ "host", required_argument, NULL, OPT_HOST },                         \
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },               \
+	{ "port", required_argument, NULL, OPT_PORT },                         \
+	{ "peers", required_argument, NULL, OPT_PEERS },                       \
+	{ "rank", required_argument, NULL, OPT_RANK },                         \
+	{ "world", required_argument, NULL, OPT_WORLD },                       \
+	{ "token", required_argument, NULL, OPT_TOKEN },                       \
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },                   \
+	{ "print-address", no_argument, NULL, OPT_PRINT_ADDRESS },             \
+	{ "address-file", required_argument, NULL, OPT_ADDRESS_FILE },         \
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },                         \
+	{ "json", no_argument, NULL, OPT_JSON },                               \
+	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
+	{ "verbose", no_argument, NULL, OPT_VERBOSE }
+
+/* The help text of those options, for each command's --help. */
+extern const char cli_ring_help[];
+
+void cli_ring_init(struct cli_ring *opts);
+/*
+ * Applies one ring option (c from getopt_long, arg optarg).  Returns 1
+ * when it was one, 0 when c is not a ring option, or -1 after reporting a
+ * usage error (the caller exits EXIT_USAGE).
+ */
+int cli_ring_option(struct cli_ring *opts, int c, const char *arg);
+
+/*
+ * A rank's life up to a formed ring.  On success *ring is formed (or NULL
+ * after --dry-run printed the plan, with EXIT_OK returned and *ring NULL).
+ * On failure the error was reported and the exit status is returned.
+ * hosts gets the address list (world entries, owned by the caller: free
+ * with cli_addresses_free) when non-NULL.
+ */
+int cli_ring_open(struct cli_ring *opts, struct sr_ring **ring,
+    char ***addresses, uint64_t *world);
+void cli_addresses_free(char **addresses, uint64_t world);
+
+/* ---------------------------------------------------------- commands */
+
+int cmd_run(int argc, char **argv);
+int cmd_launch(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+
+#endif
