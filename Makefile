@@ -58,7 +58,7 @@ Q := @
 quiet = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
-.PHONY: all check unit bats demo install uninstall clean fuzz
+.PHONY: all check unit deps demo install uninstall clean fuzz
 all: $(LIB) $(BIN)
 
 $(B)/src/%.o: src/%.c
@@ -87,8 +87,13 @@ $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB) $(CLI_LIB)
 
 # The unit and multi-rank C tests, then the bats suites; the last line is
 # "N passed, N failed".
-check: all $(UNIT_BIN)
+check: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
 	$(Q)scripts/run-tests $(B)
+
+# Installs missing test dependencies (as root), or says what to install.
+deps:
+	$(Q)scripts/install-deps
 
 unit: $(UNIT_BIN)
 	$(Q)scripts/run-tests --unit-only $(B)

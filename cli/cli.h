@@ -71,6 +71,14 @@ void json_string(FILE *out, const char *s);
 /* Writes a finite double; NaN and infinities become null. */
 void json_number(FILE *out, double v);
 
+/* ------------------------------------------------------------- time */
+
+/* Monotonic nanoseconds. */
+int64_t cli_now_ns(void);
+/* Sleeps ms milliseconds but not past deadline_ns; -1 when interrupted
+ * (cli_interrupted set), else 0. */
+int cli_nap(int ms, int64_t deadline_ns);
+
 /* ---------------------------------------------------------- numbers */
 
 /*
@@ -104,7 +112,6 @@ struct cli_ring {
 	const char *address_file;	/* --address-file */
 	bool dry_run;		/* --dry-run */
 	bool json;		/* --json */
-	const char *key_file;	/* --key-file */
 };
 
 enum {
@@ -138,7 +145,6 @@ enum {
 	{ "address-file", required_argument, NULL, OPT_ADDRESS_FILE },         \
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },                         \
 	{ "json", no_argument, NULL, OPT_JSON },                               \
-	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE }
 
 /* The help text of those options, for each command's --help. */

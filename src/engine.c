@@ -489,7 +489,7 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
     struct sr_error *err)
 {
 	struct run r = { .ring = ring, .x = xfer };
-	int64_t deadline;
+	int64_t deadline, spin_until = 0;
 
 	r.esize = sr_dtype_size(xfer->dtype);
 	if (r.esize == 0)
@@ -526,7 +526,21 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			return 0;
 		if (moved > 0) {
 			deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
+			spin_until = 0;
 			continue;
+		}
+		/*
+		 * A blocking wake-up costs tens of microseconds; when every
+		 * rank on this host has a core of its own, try again for a
+		 * moment before sleeping.
+		 */
+		if (ring->spin_ns > 0) {
+			int64_t now = sr_clock_ns();
+
+			if (spin_until == 0)
+				spin_until = now + ring->spin_ns;
+			if (now < spin_until)
+				continue;
 		}
 		if (ring->cancel != NULL && *ring->cancel) {
 			peer_error(&r, r.side[SR_PREV].recv >= 0 ? SR_PREV :

@@ -292,6 +292,7 @@ struct sr_ring {
 	uint8_t *scratch;
 	size_t scratch_size;
 	uint8_t *segment;	 /* SR_SEGMENT bytes for reductions */
+	int64_t spin_ns;	 /* busy-poll this long before sleeping */
 };
 
 /*

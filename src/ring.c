@@ -21,6 +21,7 @@
  * clean close drains a socket before giving up on its EOF. */
 #define ABORT_BUDGET_NS (500LL * 1000000)
 #define DRAIN_BUDGET_NS (2000LL * 1000000)
+#define SR_SPIN_NS (50LL * 1000)
 
 void
 sr_ring_options_init(struct sr_ring_options *options)
@@ -111,6 +112,25 @@ fail:
 	return NULL;
 }
 
+/*
+ * Busy-polling pays only while every rank on this host has a core: count
+ * the ranks whose address has this rank's host.
+ */
+static int64_t
+spin_budget(const struct sr_ring *ring)
+{
+	const char *mine = ring->addresses[ring->rank];
+	size_t host_len = strrchr(mine, ':') - mine;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t local = 0;
+
+	for (uint32_t i = 0; i < ring->world; i++)
+		if (strncmp(ring->addresses[i], mine, host_len) == 0 &&
+		    ring->addresses[i][host_len] == ':')
+			local++;
+	return cores > 0 && local <= (uint32_t)cores ? SR_SPIN_NS : 0;
+}
+
 static void
 set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank)
 {
@@ -160,6 +180,7 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world);
 		set_peer(ring, SR_PREV, prev_fd,
 		    (ring->rank + ring->world - 1) % ring->world);
+		ring->spin_ns = spin_budget(ring);
 	}
 	sr_listener_close(listener);
 	*out = ring;

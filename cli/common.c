@@ -1,0 +1,304 @@
+/*
+ * common.c - what every command shares: signals, messages on stderr, the
+ * exit status of a core error, JSON output and number parsing.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+volatile int cli_interrupted;
+int cli_verbosity;
+int64_t cli_rank = -1;
+
+static void
+on_signal(int sig)
+{
+	cli_interrupted = sig;
+}
+
+void
+cli_signals_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking poll must return EINTR so the core sees
+	 * the cancel flag at once. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+vmessage(const char *kind, const char *fmt, va_list ap)
+{
+	char line[2048];
+	int n = 0;
+
+	if (cli_rank >= 0)
+		n = snprintf(line, sizeof(line), "rank %lld: ", (long long)cli_rank);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	fprintf(stderr, "silvic-ring: %s%s\n", kind, line);
+	fflush(stderr);
+}
+
+void
+cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_status(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli_verbosity < 1)
+		return;
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli_verbosity < 2)
+		return;
+	va_start(ap, fmt);
+	vmessage("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+int
+cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "try 'silvic-ring --help' for more information\n");
+	return EXIT_USAGE;
+}
+
+int
+cli_exit_for(const struct sr_error *err)
+{
+	switch (err->code) {
+	case SR_EOK:
+		return EXIT_OK;
+	case SR_ECONFIG:
+		return EXIT_USAGE;
+	case SR_ENOMEM:
+		return EXIT_INTERNAL;
+	case SR_EAUTH:
+		return EXIT_AUTH;
+	case SR_EINTERRUPTED:
+		return EXIT_INTERRUPTED;
+	default:
+		break;
+	}
+	switch (err->phase) {
+	case SR_PHASE_RENDEZVOUS:
+		return EXIT_RENDEZVOUS;
+	case SR_PHASE_BIND:
+	case SR_PHASE_CONNECT:
+	case SR_PHASE_ACCEPT:
+	case SR_PHASE_HANDSHAKE:
+		return EXIT_FORMATION;
+	default:
+		return EXIT_COLLECTIVE;
+	}
+}
+
+int
+cli_report(const struct sr_error *err, bool json)
+{
+	char line[SR_MESSAGE_MAX + 64];
+	int64_t saved = cli_rank;
+
+	sr_error_format(err, line, sizeof(line));
+	/* The error's own rank prefix replaces the messages' one. */
+	cli_rank = -1;
+	cli_error("%s", line);
+	cli_rank = saved;
+	if (json) {
+		fputs("{\"type\":\"error\",\"rank\":", stdout);
+		if (err->rank >= 0)
+			printf("%lld", (long long)err->rank);
+		else
+			fputs("null", stdout);
+		fputs(",\"code\":", stdout);
+		json_string(stdout, sr_code_name(err->code));
+		fputs(",\"phase\":", stdout);
+		json_string(stdout, sr_phase_name(err->phase));
+		fputs(",\"peer\":", stdout);
+		if (err->peer >= 0)
+			printf("%lld", (long long)err->peer);
+		else
+			fputs("null", stdout);
+		fputs(",\"peer_address\":", stdout);
+		if (err->peer_address[0])
+			json_string(stdout, err->peer_address);
+		else
+			fputs("null", stdout);
+		fputs(",\"origin\":", stdout);
+		if (err->origin >= 0)
+			printf("%lld", (long long)err->origin);
+		else
+			fputs("null", stdout);
+		fputs(",\"step\":", stdout);
+		if (err->step >= 0)
+			printf("%lld", (long long)err->step);
+		else
+			fputs("null", stdout);
+		fputs(",\"message\":", stdout);
+		json_string(stdout, line);
+		printf(",\"exit\":%d}\n", cli_exit_for(err));
+		fflush(stdout);
+	}
+	return cli_exit_for(err);
+}
+
+void
+json_string(FILE *out, const char *s)
+{
+	putc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", out);
+		else if (c == '\t')
+			fputs("\\t", out);
+		else if (c == '\r')
+			fputs("\\r", out);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\u%04x", c);
+		else
+			putc(c, out);
+	}
+	putc('"', out);
+}
+
+void
+json_number(FILE *out, double v)
+{
+	if (!isfinite(v))
+		fputs("null", out);
+	else if (v == floor(v) && fabs(v) < 1e15)
+		fprintf(out, "%.0f", v);
+	else
+		fprintf(out, "%.17g", v);
+}
+
+int
+cli_parse_size(const char *text, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	char *end;
+	unsigned long long v;
+	const char *unit;
+	int shift = 0;
+
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end != '\0') {
+		unit = strchr(units, end[0] >= 'a' ? end[0] - 32 : end[0]);
+		if (unit == NULL)
+			return -1;
+		shift = 10 * (int)(unit - units + 1);
+		end++;
+		if (strcmp(end, "") != 0 && strcmp(end, "B") != 0 &&
+		    strcmp(end, "iB") != 0 && strcmp(end, "ib") != 0 &&
+		    strcmp(end, "b") != 0)
+			return -1;
+	}
+	if (shift > 0 && v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int
+cli_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+cli_parse_seconds(const char *text, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno != 0 || end == text || *end != '\0' || !(v > 0) ||
+	    v > 1e7)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int64_t
+cli_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int
+cli_nap(int ms, int64_t deadline_ns)
+{
+	int64_t left = (deadline_ns - cli_now_ns()) / 1000000;
+
+	if (left < ms)
+		ms = left > 0 ? (int)left : 0;
+	if (ms > 0)
+		poll(NULL, 0, ms);
+	return cli_interrupted ? -1 : 0;
+}

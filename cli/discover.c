@@ -1,0 +1,187 @@
+/*
+ * discover.c - the command's one reader of the environment: which rank
+ * and world size a launcher gave (Slurm, Open MPI, PMI, PMIx, torchrun,
+ * MLX, or our own), the default address source, the job token and the job
+ * key, and the address to advertise when none was given.
+ */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "discover.h"
+
+static const struct {
+	const char *rank;
+	const char *world;
+	const char *name;
+} launchers[] = {
+	{ "SILVIC_RING_RANK", "SILVIC_RING_WORLD", "SILVIC_RING_RANK" },
+	{ "SLURM_PROCID", "SLURM_NTASKS", "Slurm (SLURM_PROCID)" },
+	{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	    "Open MPI (OMPI_COMM_WORLD_RANK)" },
+	{ "PMI_RANK", "PMI_SIZE", "PMI (PMI_RANK)" },
+	{ "PMIX_RANK", NULL, "PMIx (PMIX_RANK)" },
+	{ "RANK", "WORLD_SIZE", "torchrun (RANK)" },
+	{ "MLX_RANK", NULL, "MLX (MLX_RANK)" },
+};
+
+int
+discover_rank(struct discovered *d, char *why, size_t why_size)
+{
+	uint64_t v;
+
+	d->rank = -1;
+	d->world = -1;
+	d->rank_source = NULL;
+	d->world_source = NULL;
+	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+		const char *rank = getenv(launchers[i].rank);
+		const char *world = launchers[i].world != NULL ?
+		    getenv(launchers[i].world) : NULL;
+
+		if (rank == NULL || rank[0] == '\0')
+			continue;
+		if (cli_parse_uint(rank, 0, UINT32_MAX - 1, &v) != 0) {
+			snprintf(why, why_size, "%s='%s' is not a rank number",
+			    launchers[i].rank, rank);
+			return -1;
+		}
+		d->rank = (int64_t)v;
+		d->rank_source = launchers[i].name;
+		if (world != NULL && world[0] != '\0') {
+			if (cli_parse_uint(world, 1, UINT32_MAX, &v) != 0) {
+				snprintf(why, why_size,
+				    "%s='%s' is not a world size",
+				    launchers[i].world, world);
+				return -1;
+			}
+			d->world = (int64_t)v;
+			d->world_source = launchers[i].world;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+const char *
+discover_peers(const char **origin)
+{
+	const char *v;
+
+	if ((v = getenv("SILVIC_RING_LAUNCH_FD")) != NULL && v[0] != '\0') {
+		static char source[64];
+
+		snprintf(source, sizeof(source), "launch:%s", v);
+		*origin = "the launcher";
+		return source;
+	}
+	if ((v = getenv("SILVIC_RING_PEERS")) != NULL && v[0] != '\0') {
+		*origin = "SILVIC_RING_PEERS";
+		return v;
+	}
+	if ((v = getenv("MLX_HOSTFILE")) != NULL && v[0] != '\0') {
+		*origin = "MLX_HOSTFILE";
+		return v;
+	}
+	*origin = NULL;
+	return NULL;
+}
+
+const char *
+discover_token(void)
+{
+	const char *v = getenv("SILVIC_RING_TOKEN");
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+const char *
+discover_job(void)
+{
+	static const char *const vars[] = { "SILVIC_RING_JOB", "SLURM_JOB_ID",
+		"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid",
+		"PMIX_NAMESPACE", "TORCHELASTIC_RUN_ID" };
+	static char job[256];
+	const char *v;
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if ((v = getenv(vars[i])) != NULL && v[0] != '\0') {
+			const char *step = i == 1 ? getenv("SLURM_STEP_ID") : NULL;
+			size_t n;
+
+			snprintf(job, sizeof(job), "%s%s%s", v, step ? "." : "",
+			    step ? step : "");
+			/* The key names a file: keep it to safe characters. */
+			for (n = 0; job[n]; n++)
+				if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+				    "KLMNOPQRSTUVWXYZ0123456789._-", job[n]))
+					job[n] = '_';
+			return job;
+		}
+	return NULL;
+}
+
+bool
+discover_launched(void)
+{
+	const char *v = getenv("SILVIC_RING_LAUNCH_FD");
+
+	return v != NULL && v[0] != '\0';
+}
+
+int
+discover_interface(const char *name, char *ip, size_t size)
+{
+	struct ifaddrs *ifs, *i;
+	int found = -1;
+
+	if (getifaddrs(&ifs) != 0)
+		return -1;
+	for (i = ifs; i != NULL && found != 0; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || !(i->ifa_flags & IFF_UP))
+			continue;
+		if (name != NULL ? strcmp(i->ifa_name, name) != 0 :
+		    (i->ifa_flags & IFF_LOOPBACK) != 0)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			inet_ntop(AF_INET,
+			    &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
+			    (socklen_t)size);
+			found = 0;
+		} else if (name != NULL && i->ifa_addr->sa_family == AF_INET6 &&
+		    found != 0) {
+			const struct in6_addr *a =
+			    &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+
+			if (IN6_IS_ADDR_LINKLOCAL(a))
+				continue;
+			inet_ntop(AF_INET6, a, ip, (socklen_t)size);
+			found = 1;
+		}
+	}
+	freeifaddrs(ifs);
+	return found >= 0 ? 0 : -1;
+}
+
+bool
+discover_is_interface(const char *name)
+{
+	return if_nametoindex(name) != 0;
+}
+
+uint64_t
+discover_hash(const char *text)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *text; text++) {
+		h ^= (unsigned char)*text;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}

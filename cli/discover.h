@@ -1,0 +1,36 @@
+/*
+ * discover.h - what the environment says about this rank (discover.c is
+ * the command's only reader of the environment).
+ */
+#ifndef SR_DISCOVER_H
+#define SR_DISCOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct discovered {
+	int64_t rank;		/* -1 when no launcher set one */
+	int64_t world;		/* -1 when no launcher set one */
+	const char *rank_source;	/* "Slurm (SLURM_PROCID)", ... */
+	const char *world_source;
+};
+
+/* The first launcher's rank and world; -1 with why on a malformed one. */
+int discover_rank(struct discovered *d, char *why, size_t why_size);
+/* The default address source and where it came from, or NULL. */
+const char *discover_peers(const char **origin);
+/* SILVIC_RING_TOKEN, or NULL. */
+const char *discover_token(void);
+/* A key naming this job (Slurm, Open MPI, PMIx ids, SILVIC_RING_JOB). */
+const char *discover_job(void);
+/* Whether `silvic-ring launch` started this process. */
+bool discover_launched(void);
+/* The first address of interface `name` (IPv4 preferred), or with name
+ * NULL the first IPv4 address of an up, non-loopback interface. */
+int discover_interface(const char *name, char *ip, size_t size);
+bool discover_is_interface(const char *name);
+/* FNV-1a 64 of a string (job tokens from text). */
+uint64_t discover_hash(const char *text);
+
+#endif

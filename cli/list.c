@@ -1,0 +1,332 @@
+/*
+ * list.c - the address list formats: a plain list (one host:port per
+ * line), an MLX hostfile (JSON), and a comma/space-separated word list.
+ * Pure: text in, list or message out.  Duplicates, unparsable lines and
+ * absurd sizes are errors, never guesses.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rendezvous.h"
+
+void
+peer_list_free(struct peer_list *list)
+{
+	for (uint64_t i = 0; i < list->n; i++)
+		free(list->addr[i]);
+	free(list->addr);
+	list->addr = NULL;
+	list->n = 0;
+}
+
+int
+peer_list_add(struct peer_list *list, const char *address)
+{
+	char **grown, *copy;
+
+	if ((list->n & (list->n - 1)) == 0) {
+		grown = realloc(list->addr,
+		    (list->n ? list->n * 2 : 4) * sizeof(char *));
+		if (grown == NULL)
+			return -1;
+		list->addr = grown;
+	}
+	if ((copy = strdup(address)) == NULL)
+		return -1;
+	list->addr[list->n++] = copy;
+	return 0;
+}
+
+/* Checks host:port or [v6]:port with a port of 1-65535. */
+static int
+check_address(const char *a, char *why, size_t why_size)
+{
+	const char *colon, *end;
+	unsigned long port;
+	char *stop;
+
+	if (a[0] == '[') {
+		end = strchr(a, ']');
+		if (end == NULL || end == a + 1 || end[1] != ':') {
+			snprintf(why, why_size, "'%s' is not [ipv6]:port", a);
+			return -1;
+		}
+		colon = end + 1;
+	} else {
+		colon = strrchr(a, ':');
+		if (colon == NULL || colon == a) {
+			snprintf(why, why_size, "'%s' is not host:port", a);
+			return -1;
+		}
+		if (memchr(a, ':', (size_t)(colon - a)) != NULL) {
+			snprintf(why, why_size,
+			    "'%s' is ambiguous; write IPv6 as [ip]:port", a);
+			return -1;
+		}
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &stop, 10);
+	if (colon[1] < '0' || colon[1] > '9' || *stop != '\0' || errno != 0 ||
+	    port == 0 || port > 65535) {
+		snprintf(why, why_size, "'%s' has no port from 1 to 65535", a);
+		return -1;
+	}
+	if (strpbrk(a, " \t\"'\\,") != NULL) {
+		snprintf(why, why_size, "'%s' is not host:port", a);
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds address, rejecting malformed ones, duplicates and too many. */
+static int
+add_checked(struct peer_list *out, const char *address, const char *where,
+    char *why, size_t why_size)
+{
+	char what[200];
+
+	if (check_address(address, what, sizeof(what)) != 0) {
+		snprintf(why, why_size, "%s: %s", where, what);
+		return -1;
+	}
+	for (uint64_t i = 0; i < out->n; i++)
+		if (strcmp(out->addr[i], address) == 0) {
+			snprintf(why, why_size,
+			    "%s: '%s' is listed twice (ranks %llu and %llu)",
+			    where, address, (unsigned long long)i,
+			    (unsigned long long)out->n);
+			return -1;
+		}
+	if (out->n >= LIST_MAX_RANKS) {
+		snprintf(why, why_size, "%s: more than %d addresses", where,
+		    LIST_MAX_RANKS);
+		return -1;
+	}
+	if (peer_list_add(out, address) != 0) {
+		snprintf(why, why_size, "%s: out of memory", where);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_plain(const char *text, size_t len, const char *name,
+    struct peer_list *out, char *why, size_t why_size)
+{
+	size_t start = 0, lineno = 0;
+	char line[512], where[300];
+
+	while (start < len) {
+		const char *nl = memchr(text + start, '\n', len - start);
+		size_t end = nl != NULL ? (size_t)(nl - text) : len;
+		size_t a = start, b = end;
+
+		lineno++;
+		start = end + 1;
+		if (memchr(text + a, '#', b - a) != NULL)
+			b = (size_t)((const char *)memchr(text + a, '#', b - a) -
+			    text);
+		while (a < b && strchr(" \t\r", text[a]) != NULL)
+			a++;
+		while (b > a && strchr(" \t\r", text[b - 1]) != NULL)
+			b--;
+		if (a == b)
+			continue;
+		snprintf(where, sizeof(where), "%s:%zu", name, lineno);
+		if (b - a >= sizeof(line) || memchr(text + a, '\0', b - a)) {
+			snprintf(why, why_size, "%s: the line is not an address",
+			    where);
+			return -1;
+		}
+		memcpy(line, text + a, b - a);
+		line[b - a] = '\0';
+		if (add_checked(out, line, where, why, why_size) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------ a small JSON reader */
+
+struct json {
+	const char *p, *end, *name;
+	char *why;
+	size_t why_size;
+};
+
+static size_t
+json_line(const struct json *j, const char *at, const char *start)
+{
+	size_t line = 1;
+
+	for (const char *q = start; q < at; q++)
+		line += *q == '\n';
+	return line;
+}
+
+static void
+json_skip(struct json *j)
+{
+	while (j->p < j->end && strchr(" \t\r\n", *j->p) != NULL && *j->p)
+		j->p++;
+}
+
+static int
+json_fail(struct json *j, const char *start, const char *what)
+{
+	snprintf(j->why, j->why_size, "%s:%zu: not an MLX hostfile: %s", j->name,
+	    json_line(j, j->p, start), what);
+	return -1;
+}
+
+/* Reads a JSON string of plain characters into buf. */
+static int
+json_read_string(struct json *j, const char *start, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (j->p >= j->end || *j->p != '"')
+		return json_fail(j, start, "expected a string");
+	j->p++;
+	while (j->p < j->end && *j->p != '"') {
+		char c = *j->p++;
+
+		if (c == '\\') {
+			if (j->p >= j->end)
+				break;
+			c = *j->p++;
+			if (c != '"' && c != '\\' && c != '/')
+				return json_fail(j, start,
+				    "unsupported escape in an address");
+		}
+		if ((unsigned char)c < 0x20 || n + 1 >= size)
+			return json_fail(j, start, "an address string is too long "
+			    "or has control characters");
+		buf[n++] = c;
+	}
+	if (j->p >= j->end)
+		return json_fail(j, start, "unterminated string");
+	j->p++;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int
+parse_mlx(const char *text, size_t len, const char *name,
+    struct peer_list *out, char *why, size_t why_size)
+{
+	struct json j = { text, text + len, name, why, why_size };
+	char addr[256], where[300];
+
+	json_skip(&j);
+	if (j.p >= j.end || *j.p++ != '[')
+		return json_fail(&j, text, "expected '['");
+	json_skip(&j);
+	if (j.p < j.end && *j.p == ']') {
+		j.p++;
+		goto tail;
+	}
+	for (;;) {
+		const char *entry = j.p;
+		bool first = true;
+
+		json_skip(&j);
+		snprintf(where, sizeof(where), "%s:%zu: rank %llu", name,
+		    json_line(&j, j.p, text), (unsigned long long)out->n);
+		if (j.p < j.end && *j.p == '"') {
+			if (json_read_string(&j, text, addr, sizeof(addr)) != 0 ||
+			    add_checked(out, addr, where, why, why_size) != 0)
+				return -1;
+		} else if (j.p < j.end && *j.p == '[') {
+			j.p++;
+			for (;;) {
+				json_skip(&j);
+				if (j.p < j.end && *j.p == ']' && first)
+					return json_fail(&j, text,
+					    "a rank with no address");
+				if (json_read_string(&j, text, addr,
+					sizeof(addr)) != 0)
+					return -1;
+				/* Several addresses a rank (MLX's connections
+				 * per rank): the ring uses the first. */
+				if (first && add_checked(out, addr, where, why,
+					why_size) != 0)
+					return -1;
+				first = false;
+				json_skip(&j);
+				if (j.p < j.end && *j.p == ',') {
+					j.p++;
+					continue;
+				}
+				if (j.p < j.end && *j.p == ']') {
+					j.p++;
+					break;
+				}
+				return json_fail(&j, text, "expected ',' or ']'");
+			}
+		} else {
+			(void)entry;
+			return json_fail(&j, text,
+			    "each rank is a string or a list of \"ip:port\" strings");
+		}
+		json_skip(&j);
+		if (j.p < j.end && *j.p == ',') {
+			j.p++;
+			continue;
+		}
+		if (j.p < j.end && *j.p == ']') {
+			j.p++;
+			break;
+		}
+		return json_fail(&j, text, "expected ',' or ']'");
+	}
+tail:
+	json_skip(&j);
+	if (j.p != j.end)
+		return json_fail(&j, text, "text after the closing ']'");
+	return 0;
+}
+
+int
+list_parse(const char *text, size_t len, const char *name,
+    struct peer_list *out, char *why, size_t why_size)
+{
+	size_t i = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (i < len && strchr(" \t\r\n", text[i]) != NULL && text[i])
+		i++;
+	if ((i < len && text[i] == '[' ? parse_mlx : parse_plain)(text, len,
+		name, out, why, why_size) != 0) {
+		peer_list_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+int
+list_parse_words(const char *text, const char *name, struct peer_list *out,
+    char *why, size_t why_size)
+{
+	char *copy = strdup(text), *save = NULL, *word, where[200];
+	unsigned n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (copy == NULL) {
+		snprintf(why, why_size, "%s: out of memory", name);
+		return -1;
+	}
+	for (word = strtok_r(copy, ", \t\n", &save); word != NULL;
+	    word = strtok_r(NULL, ", \t\n", &save)) {
+		snprintf(where, sizeof(where), "%s: entry %u", name, ++n);
+		if (add_checked(out, word, where, why, why_size) != 0) {
+			free(copy);
+			peer_list_free(out);
+			return -1;
+		}
+	}
+	free(copy);
+	return 0;
+}

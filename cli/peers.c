@@ -1,0 +1,572 @@
+/*
+ * peers.c - the rendezvous backends that need no network service: a file
+ * (plain list or MLX hostfile), an environment variable, a shared
+ * directory, and the local launcher's socket.  Each waits with a deadline
+ * and says what it was waiting for when it gives up.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rendezvous.h"
+
+/* Lists and address files are small; a bigger file is not one of ours. */
+#define FILE_MAX (16u << 20)
+/* How often a waiting rank looks at a file or directory again. */
+#define POLL_MS 50
+
+static void
+rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
+    CLI_PRINTF(3, 4);
+
+static void
+rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	err->phase = code == SR_ECONFIG ? SR_PHASE_CONFIG : SR_PHASE_RENDEZVOUS;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+static void
+interrupted(struct sr_error *err, const char *what)
+{
+	rdv_error(err, SR_EINTERRUPTED, "interrupted while waiting for %s", what);
+}
+
+/* Reads a whole small file; NULL with errno set (EFBIG when too big). */
+static char *
+read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 4096, n = 0;
+	char *buf = NULL, *grown;
+	ssize_t got;
+
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (n + 1 >= cap || buf == NULL) {
+			if (buf != NULL)
+				cap *= 2;
+			if (cap > FILE_MAX + 1) {
+				free(buf);
+				close(fd);
+				errno = EFBIG;
+				return NULL;
+			}
+			if ((grown = realloc(buf, cap)) == NULL) {
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = grown;
+		}
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+int
+write_atomically(const char *path, const char *text, char *why,
+    size_t why_size)
+{
+	char tmp[4096];
+	size_t len = strlen(text);
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
+	    (int)sizeof(tmp)) {
+		snprintf(why, why_size, "'%s': the path is too long", path);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 ||
+	    close(fd) != 0 || rename(tmp, path) != 0) {
+		snprintf(why, why_size, "writing '%s': %s", path, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- file */
+
+/* 1 complete, 0 not yet (missing or short), -1 error; *have = entries. */
+static int
+file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
+    uint64_t *have, bool *exists, struct sr_error *err)
+{
+	char why[400], *text;
+	size_t len;
+
+	*have = 0;
+	*exists = false;
+	if ((text = read_file(r->source, &len)) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		rdv_error(err, SR_ECONFIG, "cannot read the address list '%s' "
+		    "(%s): %s", r->source, r->origin, errno == EFBIG ?
+		    "larger than 16 MiB" : strerror(errno));
+		return -1;
+	}
+	*exists = true;
+	if (list_parse(text, len, r->source, list, why, sizeof(why)) != 0) {
+		free(text);
+		rdv_error(err, SR_ECONFIG, "%s", why);
+		return -1;
+	}
+	free(text);
+	*have = list->n;
+	if (world >= 0 && list->n > (uint64_t)world) {
+		rdv_error(err, SR_ECONFIG, "'%s' lists %llu addresses but the "
+		    "world size is %lld", r->source, (unsigned long long)list->n,
+		    (long long)world);
+		peer_list_free(list);
+		return -1;
+	}
+	if (list->n == 0 || (world >= 0 && list->n < (uint64_t)world)) {
+		peer_list_free(list);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+file_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
+    struct sr_error *err)
+{
+	uint64_t have;
+	bool exists;
+
+	return file_read_list(r, world, list, &have, &exists, err);
+}
+
+static int
+file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
+    struct peer_list *list, struct sr_error *err)
+{
+	uint64_t have = 0;
+	bool exists = false;
+	int rc;
+
+	cli_status("waiting for the address list in %s", r->source);
+	for (;;) {
+		rc = file_read_list(r, world, list, &have, &exists, err);
+		if (rc != 0)
+			return rc > 0 ? 0 : -1;
+		if (cli_now_ns() >= deadline)
+			break;
+		if (cli_nap(POLL_MS, deadline) != 0) {
+			interrupted(err, r->source);
+			return -1;
+		}
+	}
+	if (!exists)
+		rdv_error(err, SR_ETIMEOUT, "waiting for %s: the file does not "
+		    "exist after %gs", r->source, r->timeout);
+	else if (world >= 0)
+		rdv_error(err, SR_ETIMEOUT, "waiting for %s: %llu of %lld "
+		    "addresses after %gs", r->source, (unsigned long long)have,
+		    (long long)world, r->timeout);
+	else
+		rdv_error(err, SR_ETIMEOUT, "waiting for %s: it lists no "
+		    "address after %gs", r->source, r->timeout);
+	return -1;
+}
+
+static int
+no_publish(struct rendezvous *r, const char *address, int64_t *rank,
+    int64_t world, struct sr_error *err)
+{
+	return 0;
+}
+
+static void
+no_done(struct rendezvous *r)
+{
+}
+
+static void
+no_close(struct rendezvous *r)
+{
+}
+
+const struct rendezvous_backend rendezvous_file = { "file", file_preload,
+	no_publish, file_wait, no_done, no_close };
+
+/* ------------------------------------------------------------------ env */
+
+static int
+env_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
+    struct sr_error *err)
+{
+	const char *value = getenv(r->source);
+	char why[400], name[300];
+
+	if (value == NULL) {
+		rdv_error(err, SR_ECONFIG, "env:%s: the variable is not set",
+		    r->source);
+		return -1;
+	}
+	snprintf(name, sizeof(name), "env:%s", r->source);
+	if (list_parse_words(value, name, list, why, sizeof(why)) != 0) {
+		rdv_error(err, SR_ECONFIG, "%s", why);
+		return -1;
+	}
+	if (list->n == 0) {
+		rdv_error(err, SR_ECONFIG, "env:%s lists no address", r->source);
+		return -1;
+	}
+	return 1;
+}
+
+static int
+env_wait(struct rendezvous *r, int64_t world, int64_t deadline,
+    struct peer_list *list, struct sr_error *err)
+{
+	return env_preload(r, world, list, err) > 0 ? 0 : -1;
+}
+
+const struct rendezvous_backend rendezvous_env = { "env", env_preload,
+	no_publish, env_wait, no_done, no_close };
+
+/* ------------------------------------------------------------------ dir */
+
+/*
+ * Each rank writes PATH/JOB.rank.R (atomically) holding its address, then
+ * reads every rank's file.  JOB keys the files to this job, so files left
+ * by an earlier job are never read as this one's; a rank removes its own
+ * file once the ring has formed.
+ */
+struct dir_state {
+	char mine[4096];
+};
+
+static int
+dir_path(const struct rendezvous *r, int64_t rank, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%s/%s.rank.%lld", r->source, r->job,
+	    (long long)rank) >= (int)size ? -1 : 0;
+}
+
+static int
+dir_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
+    struct sr_error *err)
+{
+	struct stat st;
+
+	if (stat(r->source, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source,
+		    errno == 0 || S_ISREG(st.st_mode) ? "not a directory" :
+		    strerror(errno));
+		return -1;
+	}
+	if (r->job == NULL) {
+		rdv_error(err, SR_ECONFIG, "dir:%s needs a job id so that files "
+		    "of an earlier job are never read as this one's: pass "
+		    "--token or set SILVIC_RING_JOB (Slurm, Open MPI and PMIx "
+		    "jobs have one already)", r->source);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+dir_publish(struct rendezvous *r, const char *address, int64_t *rank,
+    int64_t world, struct sr_error *err)
+{
+	struct dir_state *st;
+	char text[SR_ADDR_MAX + 2], why[600];
+
+	if (*rank < 0 || world < 0) {
+		rdv_error(err, SR_ECONFIG, "dir:%s needs this rank's number and "
+		    "the world size (--rank and --world, or a launcher's "
+		    "environment)", r->source);
+		return -1;
+	}
+	if ((st = calloc(1, sizeof(*st))) == NULL) {
+		rdv_error(err, SR_ENOMEM, "out of memory");
+		return -1;
+	}
+	r->state = st;
+	if (dir_path(r, *rank, st->mine, sizeof(st->mine)) != 0) {
+		rdv_error(err, SR_ECONFIG, "dir:%s: the path is too long",
+		    r->source);
+		return -1;
+	}
+	snprintf(text, sizeof(text), "%s\n", address);
+	if (write_atomically(st->mine, text, why, sizeof(why)) != 0) {
+		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source, why);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
+    struct peer_list *list, struct sr_error *err)
+{
+	char path[4096], why[600], missing[200];
+	struct peer_list one;
+	uint64_t have;
+
+	for (;;) {
+		int64_t first_missing = -1;
+		size_t len;
+		char *text;
+
+		peer_list_free(list);
+		have = 0;
+		for (int64_t i = 0; i < world; i++) {
+			dir_path(r, i, path, sizeof(path));
+			if ((text = read_file(path, &len)) == NULL) {
+				if (first_missing < 0)
+					first_missing = i;
+				continue;
+			}
+			if (list_parse(text, len, path, &one, why,
+				sizeof(why)) != 0) {
+				free(text);
+				rdv_error(err, SR_ECONFIG, "%s", why);
+				return -1;
+			}
+			if (one.n != 1) {
+				free(text);
+				peer_list_free(&one);
+				rdv_error(err, SR_ECONFIG, "%s: a rank's file must "
+				    "hold exactly one address", path);
+				return -1;
+			}
+			free(text);
+			have++;
+			if (first_missing < 0 &&
+			    peer_list_add(list, one.addr[0]) != 0) {
+				peer_list_free(&one);
+				rdv_error(err, SR_ENOMEM, "out of memory");
+				return -1;
+			}
+			peer_list_free(&one);
+		}
+		if (first_missing < 0)
+			return 0;
+		if (cli_now_ns() >= deadline) {
+			snprintf(missing, sizeof(missing), "; missing rank %lld",
+			    (long long)first_missing);
+			for (int64_t i = first_missing + 1, shown = 1;
+			    i < world && shown < 8; i++) {
+				dir_path(r, i, path, sizeof(path));
+				if (access(path, F_OK) != 0) {
+					size_t n = strlen(missing);
+
+					snprintf(missing + n, sizeof(missing) - n,
+					    ", %lld", (long long)i);
+					shown++;
+				}
+			}
+			peer_list_free(list);
+			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %llu of "
+			    "%lld addresses after %gs%s", r->source,
+			    (unsigned long long)have, (long long)world, r->timeout,
+			    missing);
+			return -1;
+		}
+		if (cli_nap(POLL_MS, deadline) != 0) {
+			interrupted(err, r->source);
+			return -1;
+		}
+	}
+}
+
+static void
+dir_done(struct rendezvous *r)
+{
+	struct dir_state *st = r->state;
+
+	if (st != NULL && st->mine[0] != '\0')
+		unlink(st->mine);
+}
+
+static void
+dir_close(struct rendezvous *r)
+{
+	free(r->state);
+	r->state = NULL;
+}
+
+const struct rendezvous_backend rendezvous_dir = { "dir", dir_preload,
+	dir_publish, dir_wait, dir_done, dir_close };
+
+/* ------------------------------------------------------------- launcher */
+
+/*
+ * The local launcher (silvic-ring launch) hands each rank one end of a
+ * socket pair: the rank writes "ADDRESS\n", the launcher answers with
+ * every rank's address, one a line, then an empty line.
+ */
+static int
+launch_fd(const struct rendezvous *r)
+{
+	return atoi(r->source);
+}
+
+static int
+launch_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
+    struct sr_error *err)
+{
+	return 0;
+}
+
+static int
+launch_publish(struct rendezvous *r, const char *address, int64_t *rank,
+    int64_t world, struct sr_error *err)
+{
+	char line[SR_ADDR_MAX + 2];
+	int n = snprintf(line, sizeof(line), "%s\n", address);
+
+	if (write(launch_fd(r), line, (size_t)n) != n) {
+		rdv_error(err, SR_EIO, "publishing this rank's address to the "
+		    "launcher: %s", strerror(errno));
+		err->phase = SR_PHASE_RENDEZVOUS;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
+    struct peer_list *list, struct sr_error *err)
+{
+	static char buf[1 << 20];
+	size_t n = 0;
+	char why[400];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = launch_fd(r), .events = POLLIN };
+		int64_t left = (deadline - cli_now_ns()) / 1000000;
+		ssize_t got;
+
+		if (n >= 2 && memcmp(buf + n - 2, "\n\n", 2) == 0)
+			break;
+		if (n == 1 && buf[0] == '\n')
+			break;
+		if (left <= 0) {
+			rdv_error(err, SR_ETIMEOUT, "waiting for the launcher's "
+			    "address list: nothing complete after %gs",
+			    r->timeout);
+			return -1;
+		}
+		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0 &&
+		    errno == EINTR && cli_interrupted) {
+			interrupted(err, "the launcher");
+			return -1;
+		}
+		got = read(pfd.fd, buf + n, sizeof(buf) - 1 - n);
+		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (got <= 0 || n + (size_t)got >= sizeof(buf) - 1) {
+			rdv_error(err, SR_ETIMEOUT, "the launcher closed before "
+			    "sending the address list (another rank failed?)");
+			return -1;
+		}
+		n += (size_t)got;
+	}
+	if (list_parse(buf, n, "the launcher's list", list, why,
+		sizeof(why)) != 0) {
+		rdv_error(err, SR_ECONFIG, "%s", why);
+		return -1;
+	}
+	if (world >= 0 && list->n != (uint64_t)world) {
+		rdv_error(err, SR_ECONFIG, "the launcher sent %llu addresses for "
+		    "a world of %lld", (unsigned long long)list->n,
+		    (long long)world);
+		peer_list_free(list);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+launch_close(struct rendezvous *r)
+{
+	close(launch_fd(r));
+}
+
+const struct rendezvous_backend rendezvous_launch = { "launch",
+	launch_preload, launch_publish, launch_wait, no_done, launch_close };
+
+/* ------------------------------------------------------------ choosing */
+
+int
+rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
+    struct sr_error *err)
+{
+	static const struct {
+		const char *prefix;
+		const struct rendezvous_backend *backend;
+		bool keep_prefix;
+	} kinds[] = {
+		{ "env:", &rendezvous_env, false },
+		{ "dir:", &rendezvous_dir, false },
+		{ "launch:", &rendezvous_launch, false },
+		{ "http://", &rendezvous_http, true },
+		{ "https://", &rendezvous_http, true },
+		{ "file:", &rendezvous_file, false },
+	};
+	const char *rest = source;
+
+	memset(r, 0, sizeof(*r));
+	r->origin = origin;
+	r->backend = &rendezvous_file;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strncmp(source, kinds[i].prefix, strlen(kinds[i].prefix)) ==
+		    0) {
+			r->backend = kinds[i].backend;
+			rest = kinds[i].keep_prefix ? source :
+			    source + strlen(kinds[i].prefix);
+			break;
+		}
+	if (rest[0] == '\0') {
+		rdv_error(err, SR_ECONFIG, "%s '%s' names no %s", origin, source,
+		    r->backend == &rendezvous_env ? "variable" : "path");
+		return -1;
+	}
+	if ((r->source = strdup(rest)) == NULL) {
+		rdv_error(err, SR_ENOMEM, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void
+rendezvous_close(struct rendezvous *r)
+{
+	if (r->backend != NULL && r->source != NULL)
+		r->backend->close(r);
+	free(r->source);
+	r->source = NULL;
+}

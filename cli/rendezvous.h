@@ -1,0 +1,97 @@
+/*
+ * rendezvous.h - how a rank obtains the full address list: one small
+ * interface (a struct of function pointers, as iperf3's struct protocol)
+ * and its backends: a file (plain list or MLX hostfile), an environment
+ * variable, a shared directory, the local launcher's socket, and HTTP.
+ *
+ * Parsing the list formats is pure (list.c) so it can be tested and fuzzed
+ * without files.
+ */
+#ifndef SR_RENDEZVOUS_H
+#define SR_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "silvic_ring.h"
+
+/* More ranks than this in a list is an error, not a guess. */
+#define LIST_MAX_RANKS 65536
+
+struct peer_list {
+	char **addr;
+	uint64_t n;
+};
+
+void peer_list_free(struct peer_list *list);
+/* Appends a copy of address; -1 on ENOMEM. */
+int peer_list_add(struct peer_list *list, const char *address);
+
+/*
+ * Parses a list: a plain list (one host:port per line, '#' comments and
+ * blank lines ignored) or, when the first non-blank byte is '[', an MLX
+ * hostfile (a JSON list with one entry per rank, each a list of "ip:port"
+ * strings; the first string of each entry is the rank's address).  name
+ * is for messages ("hosts.txt:3: 'x' has no :port").  0, or -1 with why.
+ * Duplicate addresses and more than LIST_MAX_RANKS entries are errors.
+ */
+int list_parse(const char *text, size_t len, const char *name,
+    struct peer_list *out, char *why, size_t why_size);
+/* A comma- or space-separated list (env:VAR). */
+int list_parse_words(const char *text, const char *name,
+    struct peer_list *out, char *why, size_t why_size);
+
+struct rendezvous;
+
+struct rendezvous_backend {
+	const char *name;
+	/*
+	 * The list, when it can be known before binding (a complete static
+	 * file, an environment variable): 1 with *list filled, 0 when it is
+	 * not known yet, -1 with err.
+	 */
+	int (*preload)(struct rendezvous *r, int64_t world,
+	    struct peer_list *list, struct sr_error *err);
+	/* Makes this rank's address known (rank and world -1 when
+	 * unknown); may learn the rank (HTTP assigns one) into *rank. */
+	int (*publish)(struct rendezvous *r, const char *address,
+	    int64_t *rank, int64_t world, struct sr_error *err);
+	/* Waits until the list is complete (world entries, or whatever the
+	 * source calls complete when world is -1) or the deadline. */
+	int (*wait)(struct rendezvous *r, int64_t world, int64_t deadline_ns,
+	    struct peer_list *list, struct sr_error *err);
+	/* After the ring formed: tidy up (a shared directory's own file). */
+	void (*done)(struct rendezvous *r);
+	void (*close)(struct rendezvous *r);
+};
+
+struct rendezvous {
+	const struct rendezvous_backend *backend;
+	char *source;		/* what follows the prefix: a path, VAR, URL */
+	const char *origin;	/* "--peers", "SILVIC_RING_PEERS", ... */
+	double timeout;		/* seconds, for messages */
+	const char *job;	/* the job key for dir:, or NULL */
+	const char *bearer;	/* HTTP bearer token, or NULL */
+	void *state;
+};
+
+/*
+ * Chooses the backend for a SOURCE ("FILE", "env:VAR", "dir:PATH",
+ * "launch:FD", "http://...").  0, or -1 with err (SR_ECONFIG).
+ */
+int rendezvous_open(struct rendezvous *r, const char *source,
+    const char *origin, struct sr_error *err);
+void rendezvous_close(struct rendezvous *r);
+
+extern const struct rendezvous_backend rendezvous_file;
+extern const struct rendezvous_backend rendezvous_env;
+extern const struct rendezvous_backend rendezvous_dir;
+extern const struct rendezvous_backend rendezvous_launch;
+extern const struct rendezvous_backend rendezvous_http;
+
+/* Writes text to path atomically (a temporary file, then rename). */
+int write_atomically(const char *path, const char *text, char *why,
+    size_t why_size);
+
+#endif

@@ -1,0 +1,596 @@
+/*
+ * ring_setup.c - a rank's life up to a formed ring, shared by run and
+ * bench: the ring options, then bind, publish, obtain the list, find the
+ * rank and world, derive the token, form the ring.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "discover.h"
+#include "rendezvous.h"
+
+#define DEFAULT_TIMEOUT 60.0
+
+const char cli_ring_help[] =
+"Ring options:\n"
+"      --peers SOURCE       the address list: FILE (one host:port a line, or\n"
+"                           an MLX hostfile), env:VAR, dir:PATH, or an\n"
+"                           http(s):// URL (default: the launcher, then\n"
+"                           $SILVIC_RING_PEERS, then $MLX_HOSTFILE; none:\n"
+"                           a world of one)\n"
+"      --rank N             this rank (default: the launcher's environment,\n"
+"                           else this rank's address found in the list)\n"
+"      --world N            the world size (default: the launcher's, else\n"
+"                           the length of the list)\n"
+"      --host HOST          listen on HOST (default 0.0.0.0; 127.0.0.1 under\n"
+"                           launch; a static list's own entry)\n"
+"      --advertise IP|IFNAME  the address other ranks dial (default: HOST if\n"
+"                           specific, else the first non-loopback address)\n"
+"      --port PORT          listen on PORT instead of an ephemeral one\n"
+"      --token TOKEN        job token, a number or any text (default:\n"
+"                           $SILVIC_RING_TOKEN, else derived from the list)\n"
+"      --timeout SECONDS    bounds the rendezvous and every silent wait\n"
+"                           (default 60)\n"
+"      --print-address      print this rank's ip:port first on stdout\n"
+"      --address-file FILE  write this rank's ip:port to FILE (atomically)\n"
+"      --dry-run            resolve everything, print the plan, connect to\n"
+"                           nothing\n"
+"      --json               JSON lines on stdout\n"
+"  -v, --verbose            status lines on stderr (-vv: debug)\n";
+
+void
+cli_ring_init(struct cli_ring *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->port = -1;
+	opts->rank = -1;
+	opts->world = -1;
+	opts->timeout = DEFAULT_TIMEOUT;
+}
+
+int
+cli_ring_option(struct cli_ring *opts, int c, const char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_HOST:
+		opts->host = arg;
+		return 1;
+	case OPT_ADVERTISE:
+		opts->advertise = arg;
+		return 1;
+	case OPT_PORT:
+		if (cli_parse_uint(arg, 0, 65535, &v) != 0) {
+			cli_usage_error("--port '%s' is not a port (0-65535)", arg);
+			return -1;
+		}
+		opts->port = (int64_t)v;
+		return 1;
+	case OPT_PEERS:
+		opts->peers = arg;
+		return 1;
+	case OPT_RANK:
+		if (cli_parse_uint(arg, 0, UINT32_MAX - 1, &v) != 0) {
+			cli_usage_error("--rank '%s' is not a rank number", arg);
+			return -1;
+		}
+		opts->rank = (int64_t)v;
+		return 1;
+	case OPT_WORLD:
+		if (cli_parse_uint(arg, 1, UINT32_MAX, &v) != 0) {
+			cli_usage_error("--world '%s' is not a world size "
+			    "(1-4294967295)", arg);
+			return -1;
+		}
+		opts->world = (int64_t)v;
+		return 1;
+	case OPT_TOKEN:
+		if (arg[0] == '\0') {
+			cli_usage_error("--token is empty");
+			return -1;
+		}
+		opts->token = arg;
+		return 1;
+	case OPT_TIMEOUT:
+		if (cli_parse_seconds(arg, &opts->timeout) != 0) {
+			cli_usage_error("--timeout '%s' is not a positive number "
+			    "of seconds", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_PRINT_ADDRESS:
+		opts->print_address = true;
+		return 1;
+	case OPT_ADDRESS_FILE:
+		opts->address_file = arg;
+		return 1;
+	case OPT_DRY_RUN:
+		opts->dry_run = true;
+		return 1;
+	case OPT_JSON:
+		opts->json = true;
+		return 1;
+	case OPT_VERBOSE:
+		cli_verbosity++;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------ the state */
+
+struct setup {
+	struct cli_ring *opts;
+	struct rendezvous rdv;
+	struct peer_list list;
+	struct discovered env;
+	int64_t rank, world;
+	const char *rank_source, *world_source;
+	int64_t deadline;
+	struct sr_listener *listener;
+	uint64_t token;
+	const char *token_source;
+	struct sr_error err;
+};
+
+static int
+fail(struct setup *s, enum sr_code code, enum sr_phase phase, const char *fmt,
+    ...) CLI_PRINTF(4, 5);
+
+static int
+fail(struct setup *s, enum sr_code code, enum sr_phase phase, const char *fmt,
+    ...)
+{
+	va_list ap;
+
+	s->err.code = code;
+	s->err.phase = phase;
+	va_start(ap, fmt);
+	vsnprintf(s->err.message, sizeof(s->err.message), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Splits a list entry into host and port (the list was checked). */
+static void
+split_entry(const char *entry, char *host, size_t size, uint16_t *port)
+{
+	const char *colon = strrchr(entry, ':');
+	size_t n = (size_t)(colon - entry);
+
+	if (entry[0] == '[') {
+		entry++;
+		n -= 2;
+	}
+	if (n >= size)
+		n = size - 1;
+	memcpy(host, entry, n);
+	host[n] = '\0';
+	*port = (uint16_t)atoi(colon + 1);
+}
+
+/* ------------------------------------------------------- rank and world */
+
+static int
+resolve_rank(struct setup *s)
+{
+	char why[300];
+
+	if (discover_rank(&s->env, why, sizeof(why)) != 0)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
+	s->rank = s->opts->rank;
+	s->rank_source = "--rank";
+	if (s->rank < 0) {
+		s->rank = s->env.rank;
+		s->rank_source = s->env.rank_source;
+	}
+	s->world = s->opts->world;
+	s->world_source = "--world";
+	if (s->world < 0) {
+		s->world = s->env.world;
+		s->world_source = s->env.world_source;
+	}
+	if (s->rank >= 0 && s->world >= 0 && s->rank >= s->world)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "rank %lld (%s) is "
+		    "out of range for a world of %lld (%s)", (long long)s->rank,
+		    s->rank_source, (long long)s->world, s->world_source);
+	return 0;
+}
+
+/* The world the list gives must agree with what a launcher said. */
+static int
+check_world(struct setup *s)
+{
+	const char *name = s->rdv.source != NULL ? s->rdv.source : "the list";
+
+	if (s->world >= 0 && (uint64_t)s->world != s->list.n)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "the world size is "
+		    "%lld (%s) but %s lists %llu addresses", (long long)s->world,
+		    s->world_source, name, (unsigned long long)s->list.n);
+	s->world = (int64_t)s->list.n;
+	if (s->world_source == NULL)
+		s->world_source = "the length of the list";
+	if (s->rank >= s->world)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "rank %lld (%s) is "
+		    "out of range for the %lld addresses of %s",
+		    (long long)s->rank, s->rank_source, (long long)s->world,
+		    name);
+	return 0;
+}
+
+/* This rank's index in the list: its advertised address, textually or
+ * as the same socket address. */
+static int
+find_self(struct setup *s, const char *address)
+{
+	for (uint64_t i = 0; i < s->list.n; i++)
+		if (strcmp(s->list.addr[i], address) == 0) {
+			s->rank = (int64_t)i;
+			s->rank_source = "this rank's address in the list";
+			return 0;
+		}
+	return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "this rank's address "
+	    "%s is not in %s; pass --rank, or advertise the address the list "
+	    "names (--advertise)", address, s->rdv.source);
+}
+
+/* -------------------------------------------------------------- binding */
+
+static int
+advertised(struct setup *s, const char *host, char *out, size_t size)
+{
+	const char *a = s->opts->advertise;
+
+	if (a != NULL && a[0] != '\0') {
+		if (discover_is_interface(a)) {
+			if (discover_interface(a, out, size) != 0)
+				return fail(s, SR_ECONFIG, SR_PHASE_BIND,
+				    "--advertise '%s': the interface has no "
+				    "usable address", a);
+			cli_status("advertising %s (interface %s)", out, a);
+			return 0;
+		}
+		snprintf(out, size, "%s", a);
+		return 0;
+	}
+	if (strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0 &&
+	    strcmp(host, "[::]") != 0) {
+		snprintf(out, size, "%s", host);
+		return 0;
+	}
+	if (discover_interface(NULL, out, size) == 0) {
+		cli_status("advertising %s (the first non-loopback address of "
+		    "an up interface)", out);
+		return 0;
+	}
+	snprintf(out, size, "127.0.0.1");
+	cli_warn("no non-loopback interface is up; advertising 127.0.0.1, "
+	    "which only ranks on this host can reach");
+	return 0;
+}
+
+static int
+bind_ephemeral(struct setup *s)
+{
+	const char *host = s->opts->host;
+	char adv[256];
+
+	if (host == NULL)
+		host = discover_launched() ? "127.0.0.1" : "0.0.0.0";
+	if (advertised(s, host, adv, sizeof(adv)) != 0)
+		return -1;
+	if (sr_listener_open(&s->listener, host, adv,
+		(uint16_t)(s->opts->port > 0 ? s->opts->port : 0), &s->err) != 0)
+		return -1;
+	cli_status("listening on %s", sr_listener_address(s->listener));
+	return 0;
+}
+
+/* With a static list: bind this rank's own entry, or, with no rank known,
+ * the first entry this host can bind (that is this rank). */
+static int
+bind_static(struct setup *s)
+{
+	char host[256];
+	uint16_t port;
+
+	if (s->rank >= 0) {
+		split_entry(s->list.addr[s->rank], host, sizeof(host), &port);
+		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
+			s->opts->host : host, host, port, &s->err) != 0)
+			return -1;
+		cli_status("listening on %s", sr_listener_address(s->listener));
+		return 0;
+	}
+	for (uint64_t i = 0; i < s->list.n; i++) {
+		struct sr_error ignored;
+
+		split_entry(s->list.addr[i], host, sizeof(host), &port);
+		sr_error_clear(&ignored);
+		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
+			s->opts->host : host, host, port, &ignored) == 0) {
+			s->rank = (int64_t)i;
+			s->rank_source = "the first entry of the list this host "
+			    "could bind";
+			cli_status("listening on %s",
+			    sr_listener_address(s->listener));
+			return 0;
+		}
+	}
+	return fail(s, SR_ECONFIG, SR_PHASE_BIND, "no address in %s can be "
+	    "bound on this host (all in use or not local); pass --rank",
+	    s->rdv.source);
+}
+
+/* ------------------------------------------------------------ publishing */
+
+static int
+publish(struct setup *s)
+{
+	const char *address = sr_listener_address(s->listener);
+	char why[600], line[SR_ADDR_MAX + 2];
+
+	if (s->opts->print_address) {
+		printf("%s\n", address);
+		fflush(stdout);
+	}
+	if (s->opts->address_file != NULL) {
+		snprintf(line, sizeof(line), "%s\n", address);
+		if (write_atomically(s->opts->address_file, line, why,
+			sizeof(why)) != 0)
+			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+			    "--address-file: %s", why);
+	}
+	if (s->rdv.backend == NULL)
+		return 0;
+	return s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
+	    &s->err);
+}
+
+/* ---------------------------------------------------------------- token */
+
+static int
+derive_token(struct setup *s)
+{
+	const char *text = s->opts->token;
+	char *end, *joined;
+	size_t len = 1;
+
+	s->token_source = "--token";
+	if (text == NULL) {
+		text = discover_token();
+		s->token_source = "SILVIC_RING_TOKEN";
+	}
+	if (text != NULL) {
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(text, &end, 0);
+		s->token = errno == 0 && *end == '\0' && text[0] >= '0' &&
+		    text[0] <= '9' ? v : discover_hash(text);
+		return 0;
+	}
+	/* Derived from the list: ranks that read different lists, or two
+	 * jobs, can never join each other's ring. */
+	for (uint64_t i = 0; i < s->list.n; i++)
+		len += strlen(s->list.addr[i]) + 1;
+	if ((joined = malloc(len)) == NULL)
+		return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+	joined[0] = '\0';
+	for (uint64_t i = 0; i < s->list.n; i++) {
+		strcat(joined, s->list.addr[i]);
+		strcat(joined, "\n");
+	}
+	s->token = discover_hash(joined);
+	s->token_source = "derived from the address list";
+	free(joined);
+	return 0;
+}
+
+/* ------------------------------------------------------------- the plan */
+
+static void
+print_plan(struct setup *s)
+{
+	uint64_t n = s->list.n, r = (uint64_t)s->rank;
+	FILE *o = stdout;
+
+	if (s->opts->json) {
+		fprintf(o, "{\"type\":\"plan\",\"rank\":%llu,\"world\":%llu,"
+		    "\"rank_source\":", (unsigned long long)r,
+		    (unsigned long long)n);
+		json_string(o, s->rank_source);
+		fputs(",\"address\":", o);
+		json_string(o, s->list.addr[r]);
+		fputs(",\"peers\":", o);
+		json_string(o, s->rdv.source != NULL ? s->rdv.source : "none");
+		fprintf(o, ",\"token\":\"0x%016llx\",\"token_source\":",
+		    (unsigned long long)s->token);
+		json_string(o, s->token_source);
+		fprintf(o, ",\"next\":%llu,\"prev\":%llu,\"timeout_s\":",
+		    (unsigned long long)((r + 1) % n),
+		    (unsigned long long)((r + n - 1) % n));
+		json_number(o, s->opts->timeout);
+		fputs(",\"addresses\":[", o);
+		for (uint64_t i = 0; i < n; i++) {
+			fputs(i ? "," : "", o);
+			json_string(o, s->list.addr[i]);
+		}
+		fputs("]}\n", o);
+		return;
+	}
+	fprintf(o, "rank %llu of %llu (%s)\n", (unsigned long long)r,
+	    (unsigned long long)n, s->rank_source);
+	fprintf(o, "address list: %s (%s)\n", s->rdv.source ? s->rdv.source :
+	    "none", s->rdv.origin ? s->rdv.origin : "a world of one");
+	fprintf(o, "listening on: %s\n", s->list.addr[r]);
+	fprintf(o, "next: rank %llu at %s\n", (unsigned long long)((r + 1) % n),
+	    s->list.addr[(r + 1) % n]);
+	fprintf(o, "previous: rank %llu at %s\n",
+	    (unsigned long long)((r + n - 1) % n), s->list.addr[(r + n - 1) % n]);
+	fprintf(o, "token: 0x%016llx (%s)\n", (unsigned long long)s->token,
+	    s->token_source);
+	fprintf(o, "timeout: %gs\n", s->opts->timeout);
+	fflush(o);
+}
+
+/* ------------------------------------------------------------ the steps */
+
+static unsigned long strays;
+
+static void
+on_stray(void *arg, const char *from, const char *reason)
+{
+	/* Rate-limited: the first ten, then every hundredth. */
+	strays++;
+	if (strays <= 10 || strays % 100 == 0)
+		cli_status("rejected a connection from %s: %s (%lu so far)",
+		    from, reason, strays);
+}
+
+static int
+obtain_list(struct setup *s)
+{
+	const char *source = s->opts->peers, *origin = "--peers";
+	int rc;
+
+	if (source == NULL)
+		source = discover_peers(&origin);
+	if (source == NULL) {
+		if (s->world > 1)
+			return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "the world "
+			    "size is %lld (%s) but no address list was given; "
+			    "pass --peers", (long long)s->world, s->world_source);
+		/* A world of one: no sockets, unless asked to publish. */
+		if ((s->opts->print_address || s->opts->address_file) &&
+		    (bind_ephemeral(s) != 0 || publish(s) != 0))
+			return -1;
+		if (peer_list_add(&s->list, s->listener != NULL ?
+			sr_listener_address(s->listener) : "127.0.0.1:1") != 0)
+			return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		s->rank = 0;
+		s->rank_source = "a world of one (no address list)";
+		s->world = 1;
+		return 0;
+	}
+	cli_debug("address list from %s: %s", origin, source);
+	if (rendezvous_open(&s->rdv, source, origin, &s->err) != 0)
+		return -1;
+	s->rdv.timeout = s->opts->timeout;
+	s->rdv.job = s->opts->token != NULL ? s->opts->token : discover_job();
+	rc = s->rdv.backend->preload(&s->rdv, s->world, &s->list, &s->err);
+	if (rc < 0)
+		return -1;
+	if (rc > 0) {
+		cli_status("address list %s is complete: %llu addresses",
+		    s->rdv.source, (unsigned long long)s->list.n);
+		if (check_world(s) != 0 || bind_static(s) != 0)
+			return -1;
+		return publish(s);
+	}
+	if (bind_ephemeral(s) != 0 || publish(s) != 0)
+		return -1;
+	if (s->rdv.backend->wait(&s->rdv, s->world, s->deadline, &s->list,
+		&s->err) != 0)
+		return -1;
+	if (s->rank < 0 && find_self(s, sr_listener_address(s->listener)) != 0)
+		return -1;
+	return check_world(s);
+}
+
+static int
+form(struct setup *s, struct sr_ring **ring)
+{
+	struct sr_ring_options options;
+	struct sr_error err;
+
+	sr_ring_options_init(&options);
+	options.timeout_ms = (int64_t)(s->opts->timeout * 1000);
+	if (options.timeout_ms < 1)
+		options.timeout_ms = 1;
+	options.cancel = &cli_interrupted;
+	options.on_stray = on_stray;
+	if (sr_ring_connect(ring, s->listener, (uint64_t)s->rank,
+		(const char *const *)s->list.addr, s->list.n, s->token, &options,
+		&s->err) != 0) {
+		s->listener = NULL;
+		return -1;
+	}
+	s->listener = NULL;
+	cli_status("connected to rank %llu at %s",
+	    (unsigned long long)((s->rank + 1) % s->world),
+	    s->list.addr[(s->rank + 1) % s->world]);
+	cli_status("accepted rank %llu from %s",
+	    (unsigned long long)((s->rank + s->world - 1) % s->world),
+	    s->list.addr[(s->rank + s->world - 1) % s->world]);
+	/* A shared directory's files go once every rank has read them. */
+	if (s->rdv.backend == &rendezvous_dir) {
+		if (sr_barrier(*ring, &err) != 0) {
+			s->err = err;
+			sr_ring_close(*ring);
+			*ring = NULL;
+			return -1;
+		}
+		s->rdv.backend->done(&s->rdv);
+	}
+	cli_status("ring ready (world %lld)", (long long)s->world);
+	return 0;
+}
+
+int
+cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
+    uint64_t *world)
+{
+	struct setup s;
+	int rc = -1;
+
+	memset(&s, 0, sizeof(s));
+	s.opts = opts;
+	sr_error_clear(&s.err);
+	*ring = NULL;
+	s.deadline = cli_now_ns() + (int64_t)(opts->timeout * 1e9);
+	if (resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
+	    derive_token(&s) == 0) {
+		cli_rank = s.rank;
+		cli_status("rank %lld of %lld (%s; world from %s)",
+		    (long long)s.rank, (long long)s.world, s.rank_source,
+		    s.world_source);
+		if (opts->dry_run) {
+			print_plan(&s);
+			rc = 0;
+		} else {
+			rc = form(&s, ring);
+		}
+	}
+	if (rc != 0) {
+		if (s.err.rank < 0 && s.rank >= 0)
+			s.err.rank = s.rank;
+		rc = cli_report(&s.err, opts->json);
+	}
+	sr_listener_close(s.listener);
+	if (s.rdv.source != NULL)
+		rendezvous_close(&s.rdv);
+	if (rc == 0 && addresses != NULL) {
+		*addresses = s.list.addr;
+		*world = s.list.n;
+		s.list.addr = NULL;
+		s.list.n = 0;
+	}
+	peer_list_free(&s.list);
+	return rc;
+}
+
+void
+cli_addresses_free(char **addresses, uint64_t world)
+{
+	struct peer_list list = { addresses, world };
+
+	peer_list_free(&list);
+}

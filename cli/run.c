@@ -1,0 +1,160 @@
+/*
+ * run.c - `silvic-ring run`: read and check the whole collectives script,
+ * form the ring, run the script, report.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "script.h"
+#include "usage.h"
+
+/* A script is text a person wrote; more than this is a mistake. */
+#define SCRIPT_MAX (64u << 20)
+
+enum { OPT_SCRIPT = OPT_COMMAND_BASE, OPT_HELP };
+
+const char usage_run[] =
+"usage: silvic-ring [run] [OPTIONS] [--script FILE]\n"
+"\n"
+"Forms the ring, then runs the collectives script read from stdin (or\n"
+"FILE) on it: one result line per statement on stdout.  Every rank reads\n"
+"and checks the whole script before any network activity.\n"
+"\n"
+"      --script FILE        read the script from FILE instead of stdin\n"
+"  -h, --help               this text\n"
+"\n";
+
+/* Reads all of fd; NULL with why on failure. */
+static char *
+slurp(int fd, const char *name, size_t *len, char *why, size_t why_size)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap), *grown;
+	ssize_t got;
+
+	if (buf == NULL) {
+		snprintf(why, why_size, "out of memory reading %s", name);
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			if (cap >= SCRIPT_MAX) {
+				snprintf(why, why_size, "the script %s is larger "
+				    "than 64 MiB", name);
+				free(buf);
+				return NULL;
+			}
+			cap *= 2;
+			if ((grown = realloc(buf, cap)) == NULL) {
+				snprintf(why, why_size, "out of memory reading "
+				    "%s", name);
+				free(buf);
+				return NULL;
+			}
+			buf = grown;
+		}
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR && !cli_interrupted)
+			continue;
+		if (got < 0) {
+			snprintf(why, why_size, "reading the script %s: %s", name,
+			    strerror(errno));
+			free(buf);
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	*len = n;
+	return buf;
+}
+
+static int
+load_script(const char *path, struct script **out)
+{
+	char why[1024], *text;
+	const char *name = path != NULL ? path : "<stdin>";
+	size_t len;
+	int fd = 0, rc;
+
+	if (path != NULL && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return cli_usage_error("--script '%s': %s", path, strerror(errno));
+	text = slurp(fd, name, &len, why, sizeof(why));
+	if (path != NULL)
+		close(fd);
+	if (text == NULL) {
+		cli_error("%s", why);
+		return EXIT_USAGE;
+	}
+	rc = script_parse(text, len, name, out, why, sizeof(why));
+	free(text);
+	if (rc != 0) {
+		cli_error("%s", why);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int
+cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_RING_LONGOPTS,
+		{ "script", required_argument, NULL, OPT_SCRIPT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct cli_ring opts;
+	struct script *script = NULL;
+	struct sr_ring *ring = NULL;
+	const char *script_path = NULL;
+	int c, rc;
+
+	cli_ring_init(&opts);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_run, stdout);
+			fputs(cli_ring_help, stdout);
+			return EXIT_OK;
+		}
+		if (c == OPT_SCRIPT) {
+			script_path = optarg;
+			continue;
+		}
+		if (c == ':')
+			return cli_usage_error("run: %s needs a value",
+			    argv[optind - 1]);
+		if (c == '?')
+			return cli_usage_error("run: unknown option '%s'",
+			    argv[optind - 1]);
+		rc = cli_ring_option(&opts, c, optarg);
+		if (rc < 0)
+			return EXIT_USAGE;
+	}
+	if (optind < argc)
+		return cli_usage_error("run: unexpected argument '%s'",
+		    argv[optind]);
+	cli_signals_install();
+	if (!opts.dry_run && (rc = load_script(script_path, &script)) != 0)
+		return rc;
+	rc = cli_ring_open(&opts, &ring, NULL, NULL);
+	if (rc == EXIT_OK && ring != NULL) {
+		rc = script_run(script, ring, stdout, opts.json);
+		sr_ring_close(ring);
+	}
+	script_free(script);
+	if (fflush(stdout) != 0 && rc == EXIT_OK) {
+		cli_error("writing the results: %s", strerror(errno));
+		rc = EXIT_INTERNAL;
+	}
+	return rc;
+}
