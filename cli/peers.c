@@ -143,9 +143,10 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 	free(text);
 	*have = list->n;
 	if (world >= 0 && list->n > (uint64_t)world) {
-		rdv_error(err, SR_ECONFIG, "'%s' lists %llu addresses but the "
-		    "world size is %lld", r->source, (unsigned long long)list->n,
-		    (long long)world);
+		rdv_error(err, SR_ECONFIG, "%s lists %llu addresses but the "
+		    "world size is %lld (%s)", r->source,
+		    (unsigned long long)list->n, (long long)world,
+		    r->world_source != NULL ? r->world_source : "given");
 		peer_list_free(list);
 		return -1;
 	}
@@ -191,8 +192,10 @@ file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		    "exist after %gs", r->source, r->timeout);
 	else if (world >= 0)
 		rdv_error(err, SR_ETIMEOUT, "waiting for %s: %llu of %lld "
-		    "addresses after %gs", r->source, (unsigned long long)have,
-		    (long long)world, r->timeout);
+		    "addresses after %gs (the world size comes from %s)",
+		    r->source, (unsigned long long)have, (long long)world,
+		    r->timeout, r->world_source != NULL ? r->world_source :
+		    "the command line");
 	else
 		rdv_error(err, SR_ETIMEOUT, "waiting for %s: it lists no "
 		    "address after %gs", r->source, r->timeout);

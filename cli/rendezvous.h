@@ -73,6 +73,7 @@ struct rendezvous {
 	double timeout;		/* seconds, for messages */
 	const char *job;	/* the job key for dir:, or NULL */
 	const char *bearer;	/* HTTP bearer token, or NULL */
+	const char *world_source;	/* who said the world size, or NULL */
 	void *state;
 };
 

@@ -484,6 +484,12 @@ obtain_list(struct setup *s)
 	if (rendezvous_open(&s->rdv, source, origin, &s->err) != 0)
 		return -1;
 	s->rdv.timeout = s->opts->timeout;
+	s->rdv.world_source = s->world >= 0 ? s->world_source : NULL;
+	/* A dry run looks once and waits for nothing. */
+	if (s->opts->dry_run) {
+		s->rdv.timeout = 0;
+		s->deadline = cli_now_ns();
+	}
 	s->rdv.job = s->opts->token != NULL ? s->opts->token : discover_job();
 	rc = s->rdv.backend->preload(&s->rdv, s->world, &s->list, &s->err);
 	if (rc < 0)

@@ -144,13 +144,14 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	return rc;
 }
 
+/* An allgather whose frames say `frame` (kind, and dtype and op for a
+ * small allreduce, so ranks that disagree on them are out of step). */
 static int
-gather(struct sr_ring *ring, uint8_t kind, const uint8_t *send, size_t bytes,
-    uint8_t *recv, struct sr_error *err)
+gather(struct sr_ring *ring, struct sr_frame frame, const uint8_t *send,
+    size_t bytes, uint8_t *recv, struct sr_error *err)
 {
 	uint32_t n = ring->world, r = ring->rank, steps = n - 1;
 	struct sr_transfer x = { .dtype = SR_U32, .op = SR_SUM };
-	struct sr_frame frame = frame_of(ring, kind, 0);
 	void *mem;
 	int rc;
 
@@ -183,9 +184,13 @@ small_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	size_t bytes = count * sr_dtype_size(dtype);
 	uint8_t *all = sr_ring_scratch(ring, bytes * ring->world);
 
+	struct sr_frame frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
+
 	if (all == NULL)
 		return nomem(ring, err);
-	if (gather(ring, SR_FRAME_ALLREDUCE, send, bytes, all, err) != 0)
+	frame.dtype = (uint8_t)dtype;
+	frame.op = (uint8_t)op;
+	if (gather(ring, frame, send, bytes, all, err) != 0)
 		return -1;
 	/* Fold in rank order 0, 1, ..., n-1 on every rank. */
 	memcpy(recv, all, bytes);
@@ -256,7 +261,8 @@ sr_allgather(struct sr_ring *ring, const void *send, size_t bytes, void *recv,
 			memmove(recv, send, bytes);
 		return 0;
 	}
-	return gather(ring, SR_FRAME_ALLGATHER, send, bytes, recv, err);
+	return gather(ring, frame_of(ring, SR_FRAME_ALLGATHER, 0), send, bytes,
+	    recv, err);
 }
 
 int
@@ -268,7 +274,8 @@ sr_barrier(struct sr_ring *ring, struct sr_error *err)
 		return 0;
 	/* An allgather of nothing: after n-1 steps every rank has heard
 	 * from every other, so all have entered. */
-	return gather(ring, SR_FRAME_BARRIER, NULL, 0, NULL, err);
+	return gather(ring, frame_of(ring, SR_FRAME_BARRIER, 0), NULL, 0, NULL,
+	    err);
 }
 
 int

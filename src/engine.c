@@ -36,6 +36,7 @@ struct run {
 	struct sr_transfer *x;
 	struct cursor side[2];
 	size_t esize;
+	int failed_side;	/* the side a peer_error named */
 };
 
 static int
@@ -68,28 +69,37 @@ peer_error(struct run *r, enum sr_side side, enum sr_code code,
 {
 	struct sr_peer *p = &r->ring->peer[side];
 	char what[300], where[160] = "";
-	const struct sr_frame *frame = NULL;
+	struct sr_frame frame;
+	bool have = true;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (r->side[side].recv >= 0)
-		frame = &r->x->recvs[r->side[side].recv].frame;
-	else if (r->side[side].send >= 0)
-		frame = &r->x->sends[r->side[side].send].frame;
-	if (frame != NULL)
-		sr_frame_describe(frame, where, sizeof(where));
-	else if (r->x->nrecvs > 0)
-		sr_frame_describe(&r->x->recvs[0].frame, where, sizeof(where));
-	else if (r->x->nsends > 0)
-		sr_frame_describe(&r->x->sends[0].frame, where, sizeof(where));
+	if (r->side[side].recv >= 0) {
+		frame = r->x->recvs[r->side[side].recv].frame;
+		frame.length = r->x->recvs[r->side[side].recv].len;
+	} else if (r->side[side].send >= 0) {
+		frame = r->x->sends[r->side[side].send].frame;
+		frame.length = r->x->sends[r->side[side].send].len;
+	} else if (r->x->nrecvs > 0) {
+		frame = r->x->recvs[0].frame;
+		frame.length = r->x->recvs[0].len;
+	} else if (r->x->nsends > 0) {
+		frame = r->x->sends[0].frame;
+		frame.length = r->x->sends[0].len;
+	} else {
+		have = false;
+	}
+	if (have)
+		sr_frame_describe(&frame, where, sizeof(where));
+	r->failed_side = (int)side;
 	sr_err_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
 	    what, p->rank, p->address, where[0] ? " in " : "", where);
 	err->peer = p->rank;
 	snprintf(err->peer_address, sizeof(err->peer_address), "%s", p->address);
-	if (frame != NULL)
-		err->step = frame->step;
+	if (have)
+		err->step = frame.step;
 }
 
 static void
@@ -248,8 +258,10 @@ read_abort(struct run *r, enum sr_side side, struct sr_error *err)
 		if (abort.culprit < r->ring->world)
 			snprintf(err->peer_address, sizeof(err->peer_address),
 			    "%s", r->ring->addresses[abort.culprit]);
-	} else {
+	} else if (abort.origin < r->ring->world) {
 		err->peer = abort.origin;
+		snprintf(err->peer_address, sizeof(err->peer_address), "%s",
+		    r->ring->addresses[abort.origin]);
 	}
 	return -1;
 }
@@ -319,7 +331,8 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 			return 1;
 		/* Nothing is expected on this side: only a frame of a later
 		 * collective may wait here for its turn. */
-		if (got.seq > r->ring->seq)
+		if (got.seq > r->ring->seq && got.kind >= SR_FRAME_ALLREDUCE &&
+		    got.kind <= SR_FRAME_LINK)
 			return 1;
 		sr_frame_describe(&got, saw, sizeof(saw));
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
@@ -448,6 +461,31 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 	return moved;
 }
 
+/*
+ * After a socket error on a side: a peer that failed first sent an abort
+ * before it shut its socket, and the abort may still be queued here (the
+ * reset that broke our send came after it).  Its words name the rank that
+ * really failed, so they replace ours.
+ */
+static void
+salvage_abort(struct run *r, struct sr_error *err)
+{
+	struct sr_peer *p;
+	struct sr_error found;
+
+	if (r->failed_side < 0 || err->origin >= 0 ||
+	    (err->code != SR_EPEER_CLOSED && err->code != SR_EIO))
+		return;
+	p = &r->ring->peer[r->failed_side];
+	if (p->rx_payload_left != 0 || r->side[r->failed_side].recv >= 0)
+		return;
+	sr_error_clear(&found);
+	r->side[r->failed_side].parked = false;
+	if (read_header(r, (enum sr_side)r->failed_side, NULL, &found) < 0 &&
+	    found.origin >= 0)
+		*err = found;
+}
+
 /* ---------------------------------------------------------- the poll loop */
 
 static bool
@@ -488,7 +526,7 @@ int
 sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
     struct sr_error *err)
 {
-	struct run r = { .ring = ring, .x = xfer };
+	struct run r = { .ring = ring, .x = xfer, .failed_side = -1 };
 	int64_t deadline, spin_until = 0;
 
 	r.esize = sr_dtype_size(xfer->dtype);
@@ -514,12 +552,14 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 
 		for (int s = 0; s < 2; s++) {
 			n = pump_in(&r, (enum sr_side)s, err);
-			if (n < 0)
+			if (n >= 0) {
+				moved += n;
+				n = pump_out(&r, (enum sr_side)s, err);
+			}
+			if (n < 0) {
+				salvage_abort(&r, err);
 				return -1;
-			moved += n;
-			n = pump_out(&r, (enum sr_side)s, err);
-			if (n < 0)
-				return -1;
+			}
 			moved += n;
 		}
 		if (finished(&r))
@@ -555,6 +595,10 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			    ring->peer[s].eof) && r.side[s].recv < 0 ? 0 : POLLIN;
 			if (r.side[s].blocked_out)
 				fds[s].events |= POLLOUT;
+			/* An idle side would still report POLLHUP: leave it
+			 * out, or poll would spin. */
+			if (fds[s].events == 0)
+				fds[s].fd = -1;
 			fds[s].revents = 0;
 		}
 		rc = poll(fds, 2, sr_clock_left_ms(deadline));
@@ -563,7 +607,7 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			    strerror(errno));
 			return -1;
 		}
-		if (rc == 0 && sr_clock_ns() >= deadline) {
+		if (sr_clock_ns() >= deadline) {
 			silence_error(&r, err);
 			return -1;
 		}

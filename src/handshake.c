@@ -234,11 +234,14 @@ reject(struct formation *f, const char *from, const char *fmt, ...)
 		f->options->on_stray(f->options->stray_arg, from, a->last_reason);
 }
 
+/* Keeps the others in accept order: the first to arrive is judged first. */
 static void
 pending_drop(struct acceptor *a, int i)
 {
 	close_fd(&a->pending[i].fd);
-	a->pending[i] = a->pending[--a->npending];
+	memmove(&a->pending[i], &a->pending[i + 1],
+	    (size_t)(a->npending - i - 1) * sizeof(a->pending[0]));
+	a->npending--;
 }
 
 static void
@@ -440,14 +443,16 @@ form_loop(struct formation *f, struct sr_error *err)
 			return -1;
 		if (lidx < 0)
 			continue;
-		/* Pending sockets first: their slots move when one drops. */
-		for (int i = nfds - 1; i > lidx; i--) {
-			int slot = i - lidx - 1;
-
-			if (fds[i].revents != 0 && slot < a->npending &&
-			    a->pending[slot].fd == fds[i].fd &&
-			    pending_progress(f, slot) && a->prev_fd >= 0)
-				break;
+		/* In accept order, so strays queued ahead of the real rank
+		 * get their verdict too; slots move as others drop. */
+		for (int i = lidx + 1; i < nfds && a->prev_fd < 0; i++) {
+			if (fds[i].revents == 0)
+				continue;
+			for (int slot = 0; slot < a->npending; slot++)
+				if (a->pending[slot].fd == fds[i].fd) {
+					pending_progress(f, slot);
+					break;
+				}
 		}
 		if (a->prev_fd < 0 && fds[lidx].revents != 0)
 			acceptor_accept(f);

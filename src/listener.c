@@ -48,6 +48,7 @@ sr_listener_open(struct sr_listener **out, const char *host,
 	int one = 1;
 
 	*out = NULL;
+	sr_error_clear(err);
 	if (host == NULL || host[0] == '\0')
 		host = "127.0.0.1";
 	if (sr_sock_resolve(host, port, 1, &addr, why, sizeof(why)) != 0) {

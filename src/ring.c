@@ -154,6 +154,7 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 	int next_fd = -1, prev_fd = -1;
 
 	*out = NULL;
+	sr_error_clear(err);
 	if (options == NULL) {
 		sr_ring_options_init(&defaults);
 		options = &defaults;

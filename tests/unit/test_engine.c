@@ -1,0 +1,844 @@
+/*
+ * test_engine.c - the transfer engine behind the public collectives, with
+ * no real ranks: a ring is built by hand as rank 1 of 3, its two
+ * neighbours are the far ends of socketpairs, and the test (or a forked
+ * child, for frames trickled a byte at a time) plays them.  Covers the
+ * decoder fed one byte at a time, every malformed header, aborts, EOF,
+ * silence and the stickiness of a failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define RANK 1
+#define WORLD 3
+#define PREV_RANK 0
+#define NEXT_RANK 2
+#define TIMEOUT_MS 5000		/* long enough never to fire by accident */
+#define BYTES 64
+
+static const char *const addresses[WORLD] = { "10.0.0.1:4100",
+	"10.0.0.2:4200", "[fd00::3]:4300" };
+
+/* A hand-built ring and the neighbours' ends of its sockets. */
+struct fake {
+	struct sr_ring *ring;
+	int far[2];
+};
+
+/* What ring_new and set_peer in ring.c would build for rank 1 of 3, but
+ * with socketpairs for sockets. */
+static int
+fake_build(struct fake *f, int64_t timeout_ms)
+{
+	struct sr_ring *ring;
+	static const uint32_t ranks[2] = { [SR_NEXT] = NEXT_RANK,
+		[SR_PREV] = PREV_RANK };
+
+	f->far[0] = f->far[1] = -1;
+	if ((f->ring = ring = calloc(1, sizeof(*ring))) == NULL)
+		return -1;
+	ring->rank = RANK;
+	ring->world = WORLD;
+	ring->token = 7;
+	ring->timeout_ms = timeout_ms;
+	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
+	sr_error_clear(&ring->failure);
+	ring->segment = malloc(SR_SEGMENT);
+	ring->addresses = calloc(WORLD, sizeof(char *));
+	if (ring->segment == NULL || ring->addresses == NULL)
+		return -1;
+	for (int i = 0; i < WORLD; i++)
+		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
+			return -1;
+	for (int s = 0; s < 2; s++) {
+		struct sr_peer *p = &ring->peer[s];
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+			return -1;
+		p->fd = sv[0];
+		f->far[s] = sv[1];
+		if (fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK) != 0)
+			return -1;
+		p->rank = ranks[s];
+		snprintf(p->address, sizeof(p->address), "%s",
+		    addresses[ranks[s]]);
+	}
+	return 0;
+}
+
+static void
+fake_close(struct fake *f)
+{
+	/* The neighbours go first, so a clean close finds EOF at once
+	 * instead of draining for its full budget. */
+	for (int s = 0; s < 2; s++)
+		if (f->far[s] >= 0)
+			close(f->far[s]);
+	sr_ring_close(f->ring);
+}
+
+/* A fake ring, or -1 (a failed check, nothing left open). */
+static int
+fake_open(struct fake *f, int64_t timeout_ms)
+{
+	if (fake_build(f, timeout_ms) == 0)
+		return 0;
+	CHECKF(0, "building the fake ring: %s", strerror(errno));
+	fake_close(f);
+	return -1;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+put(int fd, const void *bytes, size_t len)
+{
+	const uint8_t *p = bytes;
+
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		CHECKF(n > 0, "send: %s", strerror(errno));
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+put_frame(int fd, const struct sr_frame *frame, const void *payload,
+    size_t len)
+{
+	uint8_t header[SR_FRAME_HEADER_LEN];
+
+	sr_frame_encode(frame, header);
+	put(fd, header, sizeof(header));
+	if (len > 0)
+		put(fd, payload, len);
+}
+
+/* Reads exactly len bytes within timeout_ms; 0 or -1. */
+static int
+get(int fd, void *bytes, size_t len, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	uint8_t *p = bytes;
+
+	while (len > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return -1;
+		n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Bytes queued unread on fd. */
+static int
+pending(int fd)
+{
+	int n = -1;
+
+	if (ioctl(fd, FIONREAD, &n) != 0)
+		return -1;
+	return n;
+}
+
+static bool
+contains(const char *haystack, const char *needle)
+{
+	return strstr(haystack, needle) != NULL;
+}
+
+/*
+ * A child writes bytes to fd one at a time.  The pause only makes partial
+ * reads likely (each byte its own recv); nothing waits on it.
+ */
+static pid_t
+trickle(int fd, const uint8_t *bytes, size_t len)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	for (size_t i = 0; i < len; i++) {
+		if (send(fd, bytes + i, 1, MSG_NOSIGNAL) != 1)
+			_exit(1);
+		usleep(500);
+	}
+	_exit(0);
+}
+
+static int
+reap(pid_t pid)
+{
+	int status;
+
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The frame of a broadcast from rank 0 as the ring's first collective; a
+ * broadcast's step field carries its root. */
+static struct sr_frame
+broadcast_frame(uint64_t length)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_BROADCAST,
+		.step = PREV_RANK, .seq = 1, .length = length };
+
+	return frame;
+}
+
+static size_t
+abort_payload(uint8_t *out, uint32_t origin, uint32_t code, uint32_t culprit,
+    const char *reason)
+{
+	struct sr_abort abort;
+
+	memset(&abort, 0, sizeof(abort));
+	abort.origin = origin;
+	abort.code = code;
+	abort.culprit = culprit;
+	snprintf(abort.reason, sizeof(abort.reason), "%s", reason);
+	return sr_abort_encode(&abort, out, SR_ABORT_MAX);
+}
+
+static void
+fill_pattern(uint8_t *p, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ------------------------------------------------------------- successes */
+
+static void
+broadcast_frame_fed_one_byte_at_a_time(void)
+{
+	struct sr_frame frame = broadcast_frame(BYTES);
+	uint8_t wire[SR_FRAME_HEADER_LEN + BYTES], fwd[sizeof(wire)];
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	pid_t pid;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	sr_frame_encode(&frame, wire);
+	fill_pattern(wire + SR_FRAME_HEADER_LEN, BYTES, 3);
+	pid = trickle(f.far[SR_PREV], wire, sizeof(wire));
+	CHECK(pid > 0);
+	memset(buf, 0, sizeof(buf));
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(buf, wire + SR_FRAME_HEADER_LEN, BYTES) == 0);
+	CHECK(reap(pid) == 0);
+	/* Rank 1 is not the last of the chain: it forwards the same frame
+	 * to rank 2, header and all. */
+	CHECK(get(f.far[SR_NEXT], fwd, sizeof(fwd), 1000) == 0);
+	CHECK(memcmp(fwd, wire, sizeof(wire)) == 0);
+	CHECK(pending(f.far[SR_NEXT]) == 0);
+	CHECK(!f.ring->failed);
+	fake_close(&f);
+}
+
+static void
+allgather_forwards_blocks_in_ring_order(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ALLGATHER, .seq = 1,
+		.length = 16 };
+	uint8_t mine[16], b0[16], b2[16], all[3 * 16];
+	uint8_t header[SR_FRAME_HEADER_LEN], data[16];
+	struct sr_frame got;
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	fill_pattern(mine, 16, 1);
+	fill_pattern(b0, 16, 100);
+	fill_pattern(b2, 16, 200);
+	/* Rank 0 sends its own block at step 0, then forwards rank 2's. */
+	frame.step = 0;
+	put_frame(f.far[SR_PREV], &frame, b0, 16);
+	frame.step = 1;
+	put_frame(f.far[SR_PREV], &frame, b2, 16);
+	memset(all, 0, sizeof(all));
+	CHECKF(sr_allgather(f.ring, mine, 16, all, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(all, b0, 16) == 0);
+	CHECK(memcmp(all + 16, mine, 16) == 0);
+	CHECK(memcmp(all + 32, b2, 16) == 0);
+	/* Rank 1 sends its own block, then forwards rank 0's. */
+	for (uint32_t k = 0; k < 2; k++) {
+		CHECK(get(f.far[SR_NEXT], header, sizeof(header), 1000) == 0);
+		sr_frame_decode(header, &got);
+		CHECK(got.kind == SR_FRAME_ALLGATHER && got.step == k &&
+		    got.seq == 1 && got.length == 16);
+		CHECK(get(f.far[SR_NEXT], data, 16, 1000) == 0);
+		CHECK(memcmp(data, k == 0 ? mine : b0, 16) == 0);
+	}
+	fake_close(&f);
+}
+
+static void
+each_collective_takes_the_next_seq(void)
+{
+	struct sr_frame first = broadcast_frame(BYTES), second = first;
+	uint8_t p1[BYTES], p2[BYTES], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	fill_pattern(p1, BYTES, 11);
+	fill_pattern(p2, BYTES, 22);
+	second.seq = 2;
+	/* Both at once: the second header is read ahead while the first
+	 * collective finishes, and must wait for its turn. */
+	put_frame(f.far[SR_PREV], &first, p1, BYTES);
+	put_frame(f.far[SR_PREV], &second, p2, BYTES);
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(buf, p1, BYTES) == 0);
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(buf, p2, BYTES) == 0);
+	CHECK(f.ring->seq == 2);
+	fake_close(&f);
+}
+
+/* ---------------------------------------------------- malformed headers */
+
+/*
+ * Rank 0 sends `bad` (and some payload) where rank 1 expects the
+ * broadcast of BYTES bytes: an out-of-step error naming rank 0, with not
+ * a byte of payload read.
+ */
+static void
+expect_out_of_step(const struct sr_frame *bad, const char *saw)
+{
+	static const char expected[] =
+	    "expected broadcast step 0 seq 1 of 64 bytes";
+	uint8_t buf[BYTES], payload[100];
+	char got[200];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	snprintf(got, sizeof(got), "got %s from rank 0 (10.0.0.1:4100)", saw);
+	memset(payload, 0x77, sizeof(payload));
+	put_frame(f.far[SR_PREV], bad, payload, sizeof(payload));
+	memset(buf, 0xee, sizeof(buf));
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
+	    sr_code_name(err.code));
+	CHECK(err.phase == SR_PHASE_COLLECTIVE);
+	CHECK(err.rank == RANK);
+	CHECK(err.peer == PREV_RANK);
+	CHECK(err.origin == -1);
+	CHECK(strcmp(err.peer_address, addresses[PREV_RANK]) == 0);
+	CHECKF(contains(err.message, "out of step"), "%s", err.message);
+	CHECKF(contains(err.message, expected), "%s", err.message);
+	CHECKF(contains(err.message, got), "%s", err.message);
+	/* Checked before any payload is read or written anywhere. */
+	CHECKF(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload),
+	    "%d bytes left unread", pending(f.ring->peer[SR_PREV].fd));
+	for (size_t i = 0; i < sizeof(buf); i++)
+		CHECKF(buf[i] == 0xee, "buf[%zu] written", i);
+	CHECK(f.ring->failed);
+	fake_close(&f);
+}
+
+static void
+out_of_step_other_kind(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+
+	bad.kind = SR_FRAME_ALLGATHER;
+	expect_out_of_step(&bad, "allgather step 0 seq 1 of 64 bytes");
+}
+
+static void
+out_of_step_other_seq(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+
+	bad.seq = 2;
+	expect_out_of_step(&bad, "broadcast step 0 seq 2 of 64 bytes");
+}
+
+static void
+out_of_step_other_step(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+
+	/* A broadcast from another root. */
+	bad.step = 2;
+	expect_out_of_step(&bad, "broadcast step 2 seq 1 of 64 bytes");
+}
+
+static void
+out_of_step_other_length(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+
+	bad.length = BYTES + 1;
+	expect_out_of_step(&bad, "broadcast step 0 seq 1 of 65 bytes");
+}
+
+static void
+out_of_step_huge_length(void)
+{
+	struct sr_frame bad = broadcast_frame(UINT64_C(1) << 63);
+
+	expect_out_of_step(&bad,
+	    "broadcast step 0 seq 1 of 9223372036854775808 bytes");
+}
+
+static void
+out_of_step_unknown_kind(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+
+	bad.kind = 200;
+	expect_out_of_step(&bad,
+	    "a frame of unknown kind 200 (not a silvic frame)");
+}
+
+static void
+abort_of_absurd_length_is_rejected(void)
+{
+	struct sr_frame bad = { .kind = SR_FRAME_ABORT,
+		.length = UINT64_C(1) << 63 };
+	uint8_t buf[BYTES], payload[100];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	memset(payload, 'a', sizeof(payload));
+	put_frame(f.far[SR_PREV], &bad, payload, sizeof(payload));
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
+	    sr_code_name(err.code));
+	CHECK(err.peer == PREV_RANK);
+	CHECKF(contains(err.message, "an abort frame of 9223372036854775808 "
+	    "bytes (not a silvic frame) came from rank 0 (10.0.0.1:4100)"),
+	    "%s", err.message);
+	CHECK(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload));
+	fake_close(&f);
+}
+
+static void
+goodbye_mid_collective_is_out_of_step(void)
+{
+	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = 0 };
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	put_frame(f.far[SR_PREV], &bye, NULL, 0);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
+	    sr_code_name(err.code));
+	CHECK(err.peer == PREV_RANK);
+	CHECKF(contains(err.message, "the ring was closed (it finished its "
+	    "collectives) by rank 0 (10.0.0.1:4100)"), "%s", err.message);
+	fake_close(&f);
+}
+
+static void
+failure_is_told_to_both_neighbours(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES + 1);
+	uint8_t header[SR_FRAME_HEADER_LEN], payload[SR_ABORT_MAX];
+	struct sr_frame got;
+	struct sr_abort abort;
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	put_frame(f.far[SR_PREV], &bad, NULL, 0);
+	CHECK(sr_broadcast(f.ring, payload, BYTES, PREV_RANK, &err) == -1);
+	for (int s = 0; s < 2; s++) {
+		CHECK(get(f.far[s], header, sizeof(header), 1000) == 0);
+		sr_frame_decode(header, &got);
+		CHECKF(got.kind == SR_FRAME_ABORT, "side %d kind %u", s,
+		    got.kind);
+		CHECKF(got.length >= SR_ABORT_FIXED &&
+		    got.length <= SR_ABORT_MAX, "side %d length %llu", s,
+		    (unsigned long long)got.length);
+		if (got.length < SR_ABORT_FIXED || got.length > SR_ABORT_MAX)
+			continue;
+		CHECK(get(f.far[s], payload, (size_t)got.length, 1000) == 0);
+		CHECK(sr_abort_decode(payload, (size_t)got.length, &abort) == 0);
+		CHECK(abort.origin == RANK);
+		CHECK(abort.code == SR_EOUT_OF_STEP);
+		CHECK(abort.culprit == PREV_RANK);
+		CHECKF(strcmp(abort.reason, err.message) == 0, "\"%s\"",
+		    abort.reason);
+	}
+	fake_close(&f);
+}
+
+/* ----------------------------------------------------------------- aborts */
+
+static const char timeout_reason[] =
+    "timed out after 30s of silence waiting for data from rank 1";
+
+static void
+check_reported_abort(const struct sr_error *err)
+{
+	CHECKF(err->code == SR_ETIMEOUT, "code %s", sr_code_name(err->code));
+	CHECK(err->phase == SR_PHASE_COLLECTIVE);
+	CHECK(err->origin == NEXT_RANK);
+	CHECK(err->rank == RANK);
+	/* The rank the origin blamed, with its address. */
+	CHECK(err->peer == PREV_RANK);
+	CHECK(strcmp(err->peer_address, addresses[PREV_RANK]) == 0);
+	CHECKF(strcmp(err->message, "rank 2 reported: timed out after 30s of "
+	    "silence waiting for data from rank 1") == 0, "%s", err->message);
+}
+
+static void
+abort_from_peer_reports_origin(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	uint8_t payload[SR_ABORT_MAX], header[SR_FRAME_HEADER_LEN];
+	uint8_t buf[BYTES];
+	struct sr_frame got;
+	struct sr_abort fwd;
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	/* Rank 2 failed; its abort came round through rank 0. */
+	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	    PREV_RANK, timeout_reason);
+	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	check_reported_abort(&err);
+	/* Passed on with the origin's own words, not "rank 2 reported". */
+	CHECK(get(f.far[SR_NEXT], header, sizeof(header), 1000) == 0);
+	sr_frame_decode(header, &got);
+	CHECK(got.kind == SR_FRAME_ABORT);
+	CHECK(got.length == SR_ABORT_FIXED + strlen(timeout_reason));
+	if (got.length == SR_ABORT_FIXED + strlen(timeout_reason)) {
+		CHECK(get(f.far[SR_NEXT], payload, (size_t)got.length,
+		    1000) == 0);
+		CHECK(sr_abort_decode(payload, (size_t)got.length, &fwd) == 0);
+		CHECK(fwd.origin == NEXT_RANK && fwd.code == SR_ETIMEOUT &&
+		    fwd.culprit == PREV_RANK);
+		CHECKF(strcmp(fwd.reason, timeout_reason) == 0, "\"%s\"",
+		    fwd.reason);
+	}
+	fake_close(&f);
+}
+
+static void
+abort_fed_one_byte_at_a_time(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	uint8_t wire[SR_FRAME_HEADER_LEN + SR_ABORT_MAX], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	pid_t pid;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	frame.length = abort_payload(wire + SR_FRAME_HEADER_LEN, NEXT_RANK,
+	    SR_ETIMEOUT, PREV_RANK, timeout_reason);
+	sr_frame_encode(&frame, wire);
+	pid = trickle(f.far[SR_PREV], wire,
+	    SR_FRAME_HEADER_LEN + (size_t)frame.length);
+	CHECK(pid > 0);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	check_reported_abort(&err);
+	CHECK(reap(pid) == 0);
+	fake_close(&f);
+}
+
+static void
+abort_on_the_idle_side_is_noticed(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	uint8_t payload[SR_ABORT_MAX], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	int64_t start;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	/* Rank 1 waits on rank 0, which is silent; rank 2 fails and tells
+	 * its previous rank, on the side nothing is expected from. */
+	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	    PREV_RANK, timeout_reason);
+	put_frame(f.far[SR_NEXT], &frame, payload, (size_t)frame.length);
+	start = now_ms();
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECKF(now_ms() - start < TIMEOUT_MS / 2, "took %lld ms",
+	    (long long)(now_ms() - start));
+	check_reported_abort(&err);
+	fake_close(&f);
+}
+
+static void
+abort_without_culprit_blames_origin(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	uint8_t payload[SR_ABORT_MAX], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	frame.length = abort_payload(payload, NEXT_RANK, SR_EIO, SR_NO_RANK,
+	    "disk full");
+	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECK(err.code == SR_EIO);
+	CHECK(err.origin == NEXT_RANK);
+	CHECK(err.peer == NEXT_RANK);
+	CHECKF(strcmp(err.message, "rank 2 reported: disk full") == 0, "%s",
+	    err.message);
+	fake_close(&f);
+}
+
+static void
+abort_with_unknown_code_is_aborted(void)
+{
+	static const uint32_t codes[] = { SR_EOK, SR_CODE_COUNT, 999,
+		UINT32_MAX };
+
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+		uint8_t payload[SR_ABORT_MAX], buf[BYTES];
+		struct sr_error err;
+		struct fake f;
+
+		if (fake_open(&f, TIMEOUT_MS) != 0)
+			return;
+		frame.length = abort_payload(payload, PREV_RANK, codes[i],
+		    SR_NO_RANK, "failed");
+		put_frame(f.far[SR_PREV], &frame, payload,
+		    (size_t)frame.length);
+		CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+		CHECKF(err.code == SR_EABORTED, "code %u gave %s", codes[i],
+		    sr_code_name(err.code));
+		CHECK(err.origin == PREV_RANK);
+		CHECKF(strcmp(err.message, "rank 0 reported: failed") == 0,
+		    "%s", err.message);
+		fake_close(&f);
+	}
+}
+
+/* ------------------------------------------------------ EOF and silence */
+
+static void
+expect_peer_closed(const struct sr_error *err, int64_t peer)
+{
+	CHECKF(err->code == SR_EPEER_CLOSED, "code %s",
+	    sr_code_name(err->code));
+	CHECK(err->phase == SR_PHASE_COLLECTIVE);
+	CHECK(err->peer == peer);
+	CHECK(strcmp(err->peer_address, addresses[peer]) == 0);
+	CHECKF(contains(err->message, "closed by the peer"), "%s",
+	    err->message);
+	CHECKF(contains(err->message, peer == PREV_RANK ?
+	    "rank 0 (10.0.0.1:4100)" : "rank 2 ([fd00::3]:4300)"), "%s",
+	    err->message);
+}
+
+static void
+peer_closes_mid_frame(void)
+{
+	struct sr_frame frame = broadcast_frame(BYTES);
+	uint8_t payload[BYTES], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	fill_pattern(payload, BYTES, 5);
+	put_frame(f.far[SR_PREV], &frame, payload, BYTES / 2);
+	close(f.far[SR_PREV]);
+	f.far[SR_PREV] = -1;
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	expect_peer_closed(&err, PREV_RANK);
+	CHECKF(contains(err.message, "in broadcast step 0 seq 1"), "%s",
+	    err.message);
+	fake_close(&f);
+}
+
+static void
+peer_closes_before_any_frame(void)
+{
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	close(f.far[SR_PREV]);
+	f.far[SR_PREV] = -1;
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	expect_peer_closed(&err, PREV_RANK);
+	fake_close(&f);
+}
+
+static void
+idle_side_closing_is_noticed(void)
+{
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	/* Rank 2 goes away without a goodbye while rank 1 waits on 0. */
+	close(f.far[SR_NEXT]);
+	f.far[SR_NEXT] = -1;
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	expect_peer_closed(&err, NEXT_RANK);
+	fake_close(&f);
+}
+
+static void
+silence_times_out(void)
+{
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	int64_t start, took;
+
+	if (fake_open(&f, 300) != 0)
+		return;
+	start = now_ms();
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	took = now_ms() - start;
+	CHECKF(took >= 290 && took < 3000, "took %lld ms", (long long)took);
+	CHECKF(err.code == SR_ETIMEOUT, "code %s", sr_code_name(err.code));
+	CHECK(err.peer == PREV_RANK);
+	CHECKF(contains(err.message, "timed out after 300ms of silence "
+	    "waiting for data from rank 0 (10.0.0.1:4100)"), "%s",
+	    err.message);
+	fake_close(&f);
+}
+
+/*
+ * A call on a broken ring fails at once with the first failure (the
+ * caller's `first`); the call fills the caller's `err`.
+ */
+#define EXPECT_SAME_FAILURE(call)                                              \
+	do {                                                                   \
+		sr_error_clear(&err);                                          \
+		CHECK((call) == -1);                                           \
+		CHECKF(err.code == first.code, #call ": code %s",              \
+		    sr_code_name(err.code));                                   \
+		CHECKF(strcmp(err.message, first.message) == 0, #call ": %s",  \
+		    err.message);                                              \
+		CHECK(err.rank == RANK && err.peer == PREV_RANK);              \
+	} while (0)
+
+static void
+failure_is_sticky(void)
+{
+	struct sr_frame bad = broadcast_frame(BYTES);
+	uint8_t buf[3 * BYTES];
+	struct sr_error first, err;
+	struct fake f;
+	int64_t start;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	bad.seq = 9;
+	put_frame(f.far[SR_PREV], &bad, NULL, 0);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &first) == -1);
+	CHECK(first.code == SR_EOUT_OF_STEP);
+	/* Were a later call to wait, it would wait a minute. */
+	f.ring->timeout_ms = 60000;
+	start = now_ms();
+	EXPECT_SAME_FAILURE(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err));
+	EXPECT_SAME_FAILURE(sr_allgather(f.ring, buf, BYTES, buf, &err));
+	EXPECT_SAME_FAILURE(sr_allreduce(f.ring, buf, buf, 8, SR_F64, SR_SUM,
+	    &err));
+	EXPECT_SAME_FAILURE(sr_barrier(f.ring, &err));
+	EXPECT_SAME_FAILURE(sr_ring_shift(f.ring, buf, buf, BYTES, &err));
+	EXPECT_SAME_FAILURE(sr_link_transfer(f.ring, 0, buf, BYTES, 0, &err));
+	CHECKF(now_ms() - start < 1000, "took %lld ms",
+	    (long long)(now_ms() - start));
+	CHECK(f.ring->seq == 1);
+	fake_close(&f);
+}
+
+int
+main(void)
+{
+	/* Every wait in here has a deadline; this bounds the rest. */
+	alarm(120);
+	TEST_RUN(broadcast_frame_fed_one_byte_at_a_time);
+	TEST_RUN(allgather_forwards_blocks_in_ring_order);
+	TEST_RUN(each_collective_takes_the_next_seq);
+	TEST_RUN(out_of_step_other_kind);
+	TEST_RUN(out_of_step_other_seq);
+	TEST_RUN(out_of_step_other_step);
+	TEST_RUN(out_of_step_other_length);
+	TEST_RUN(out_of_step_huge_length);
+	TEST_RUN(out_of_step_unknown_kind);
+	TEST_RUN(abort_of_absurd_length_is_rejected);
+	TEST_RUN(goodbye_mid_collective_is_out_of_step);
+	TEST_RUN(failure_is_told_to_both_neighbours);
+	TEST_RUN(abort_from_peer_reports_origin);
+	TEST_RUN(abort_fed_one_byte_at_a_time);
+	TEST_RUN(abort_on_the_idle_side_is_noticed);
+	TEST_RUN(abort_without_culprit_blames_origin);
+	TEST_RUN(abort_with_unknown_code_is_aborted);
+	TEST_RUN(peer_closes_mid_frame);
+	TEST_RUN(peer_closes_before_any_frame);
+	TEST_RUN(idle_side_closing_is_noticed);
+	TEST_RUN(silence_times_out);
+	TEST_RUN(failure_is_sticky);
+	return TEST_DONE();
+}

@@ -1,0 +1,600 @@
+/*
+ * test_wire.c - the byte codecs of wire.c: the handshake hello and verdict
+ * (byte for byte the silvic-net seed), frame headers, frame checks and
+ * abort payloads.  Pure: no descriptors.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define TWO_63 (UINT64_C(1) << 63)
+
+static const char *const wrong_magic_why =
+    "not a silvic rank (wrong magic or protocol version)";
+static const char *const byte_order_why =
+    "its byte order differs from this rank's";
+
+static void
+le_helpers_write_least_significant_byte_first(void)
+{
+	uint8_t b[8];
+	static const uint8_t u32[4] = { 0x78, 0x56, 0x34, 0x12 };
+	static const uint8_t u64[8] = { 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45,
+		0x23, 0x01 };
+
+	sr_put_u32le(b, 0x12345678u);
+	CHECK(memcmp(b, u32, 4) == 0);
+	CHECK(sr_get_u32le(u32) == 0x12345678u);
+	sr_put_u64le(b, UINT64_C(0x0123456789abcdef));
+	CHECK(memcmp(b, u64, 8) == 0);
+	CHECK(sr_get_u64le(u64) == UINT64_C(0x0123456789abcdef));
+	sr_put_u64le(b, UINT64_MAX);
+	CHECK(sr_get_u64le(b) == UINT64_MAX);
+}
+
+/* ------------------------------------------------------------------ hello */
+
+static void
+hello_round_trips(void)
+{
+	static const struct sr_hello cases[] = {
+		{ 0, 1, 0 },
+		{ 0, 2, 1 },
+		{ 1, 2, 42 },
+		{ 3, 5, UINT64_C(0x0123456789abcdef) },
+		{ 15, 16, TWO_63 },
+		{ 0, UINT32_MAX, UINT64_MAX },
+		{ UINT32_MAX, UINT32_MAX, UINT64_MAX },
+		{ UINT32_MAX - 1, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t bytes[SR_HELLO_LEN];
+		struct sr_hello got = { 7, 7, 7 };
+		const char *why = NULL;
+
+		sr_hello_encode(&cases[i], bytes);
+		CHECKF(sr_hello_decode(bytes, &got, &why) == 0, "case %zu: %s",
+		    i, why ? why : "");
+		CHECKF(got.rank == cases[i].rank, "case %zu: rank %u", i,
+		    got.rank);
+		CHECKF(got.world == cases[i].world, "case %zu: world %u", i,
+		    got.world);
+		CHECKF(got.token == cases[i].token, "case %zu: token %llx", i,
+		    (unsigned long long)got.token);
+	}
+}
+
+static void
+hello_layout_matches_seed(void)
+{
+	/* The byte-order mark is written natively: 04 03 02 01 here on a
+	 * little-endian host, 01 02 03 04 on a big-endian one. */
+	static const uint8_t expected[SR_HELLO_LEN] = {
+		's', 'i', 'l', 'v', 'i', 'c', 'n', 0x01,
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		0x04, 0x03, 0x02, 0x01,
+#else
+		0x01, 0x02, 0x03, 0x04,
+#endif
+		0x44, 0x33, 0x22, 0x11,		/* rank */
+		0x88, 0x77, 0x66, 0x55,		/* world */
+		0x00, 0x00, 0x00, 0x00,		/* reserved */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01	/* token */
+	};
+	struct sr_hello hello = { 0x11223344u, 0x55667788u,
+		UINT64_C(0x0102030405060708) };
+	uint8_t bytes[SR_HELLO_LEN];
+
+	/* Garbage first, so a reserved byte left unwritten shows. */
+	memset(bytes, 0xaa, sizeof(bytes));
+	sr_hello_encode(&hello, bytes);
+	for (int i = 0; i < SR_HELLO_LEN; i++)
+		CHECKF(bytes[i] == expected[i], "byte %d is 0x%02x, not 0x%02x",
+		    i, bytes[i], expected[i]);
+}
+
+static void
+hello_rejects_wrong_magic(void)
+{
+	struct sr_hello hello = { 1, 2, 3 }, got;
+	uint8_t bytes[SR_HELLO_LEN];
+	const char *why = NULL;
+
+	sr_hello_encode(&hello, bytes);
+	bytes[0] = 'S';
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, wrong_magic_why) == 0);
+
+	/* An HTTP request hitting the port is a stray, not a rank. */
+	memcpy(bytes, "GET / HT", 8);
+	why = NULL;
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, wrong_magic_why) == 0);
+}
+
+static void
+hello_rejects_other_protocol_version(void)
+{
+	struct sr_hello hello = { 1, 2, 3 }, got;
+	uint8_t bytes[SR_HELLO_LEN];
+	const char *why = NULL;
+
+	sr_hello_encode(&hello, bytes);
+	bytes[7] = 0x02;
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, wrong_magic_why) == 0);
+	bytes[7] = 0x00;
+	why = NULL;
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, wrong_magic_why) == 0);
+}
+
+static void
+hello_rejects_swapped_byte_order(void)
+{
+	struct sr_hello hello = { 1, 2, 3 }, got;
+	uint8_t bytes[SR_HELLO_LEN], t;
+	const char *why = NULL;
+
+	sr_hello_encode(&hello, bytes);
+	/* What a peer of the other endianness writes. */
+	t = bytes[8], bytes[8] = bytes[11], bytes[11] = t;
+	t = bytes[9], bytes[9] = bytes[10], bytes[10] = t;
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, byte_order_why) == 0);
+
+	/* Wrong magic is reported first when both are wrong. */
+	bytes[0] = 'x';
+	why = NULL;
+	CHECK(sr_hello_decode(bytes, &got, &why) == -1);
+	CHECK(why != NULL && strcmp(why, wrong_magic_why) == 0);
+}
+
+static void
+hello_judge_checks_token_then_world_then_rank(void)
+{
+	const uint64_t token = UINT64_C(0xfeedface);
+	const uint32_t world = 4, expected_rank = 2;
+
+	/* Every combination of (token, world, rank) right or wrong. */
+	for (int mask = 0; mask < 8; mask++) {
+		bool token_ok = mask & 1, world_ok = mask & 2, rank_ok = mask & 4;
+		struct sr_hello hello = {
+			.rank = rank_ok ? expected_rank : expected_rank + 1,
+			.world = world_ok ? world : world + 1,
+			.token = token_ok ? token : token ^ 1,
+		};
+		enum sr_verdict want;
+
+		if (!token_ok)
+			want = SR_VERDICT_WRONG_TOKEN;
+		else if (!world_ok)
+			want = SR_VERDICT_WRONG_WORLD;
+		else if (!rank_ok)
+			want = SR_VERDICT_WRONG_RANK;
+		else
+			want = SR_VERDICT_ACCEPTED;
+		CHECKF(sr_hello_judge(&hello, token, world, expected_rank) ==
+		    want, "token %s world %s rank %s: got %d, want %d",
+		    token_ok ? "ok" : "wrong", world_ok ? "ok" : "wrong",
+		    rank_ok ? "ok" : "wrong",
+		    (int)sr_hello_judge(&hello, token, world, expected_rank),
+		    (int)want);
+	}
+}
+
+/* ---------------------------------------------------------------- verdict */
+
+static void
+verdict_round_trips_every_status(void)
+{
+	static const uint32_t ranks[] = { 0, 1, 7, UINT32_MAX };
+
+	for (int v = 0; v < SR_VERDICT_COUNT; v++)
+		for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+			uint8_t bytes[SR_VERDICT_LEN];
+			enum sr_verdict got = (enum sr_verdict)99;
+			uint32_t rank = 12345;
+
+			sr_verdict_encode((enum sr_verdict)v, ranks[i], bytes);
+			CHECK(memcmp(bytes, "silvicn\x01", 8) == 0);
+			CHECK(sr_get_u32le(bytes + 8) == (uint32_t)v);
+			CHECK(sr_get_u32le(bytes + 12) == ranks[i]);
+			CHECKF(sr_verdict_decode(bytes, &got, &rank) == 0,
+			    "status %d rank %u", v, ranks[i]);
+			CHECK(got == (enum sr_verdict)v);
+			CHECK(rank == ranks[i]);
+		}
+}
+
+static void
+verdict_layout_matches_seed(void)
+{
+	static const uint8_t expected[SR_VERDICT_LEN] = {
+		's', 'i', 'l', 'v', 'i', 'c', 'n', 0x01,
+		0x02, 0x00, 0x00, 0x00,		/* status: wrong world */
+		0x04, 0x03, 0x02, 0x01,		/* acceptor's rank */
+	};
+	uint8_t bytes[SR_VERDICT_LEN];
+
+	memset(bytes, 0xaa, sizeof(bytes));
+	sr_verdict_encode(SR_VERDICT_WRONG_WORLD, 0x01020304u, bytes);
+	CHECK(memcmp(bytes, expected, sizeof(expected)) == 0);
+}
+
+static void
+verdict_rejects_bad_magic(void)
+{
+	uint8_t bytes[SR_VERDICT_LEN];
+	enum sr_verdict got;
+	uint32_t rank;
+
+	sr_verdict_encode(SR_VERDICT_ACCEPTED, 3, bytes);
+	bytes[7] = 0x02;
+	CHECK(sr_verdict_decode(bytes, &got, &rank) == -1);
+	sr_verdict_encode(SR_VERDICT_ACCEPTED, 3, bytes);
+	bytes[0] = 0;
+	CHECK(sr_verdict_decode(bytes, &got, &rank) == -1);
+}
+
+static void
+verdict_rejects_unknown_status(void)
+{
+	static const uint32_t statuses[] = { 4, 5, 256, 0x01000000u,
+		UINT32_MAX };
+	uint8_t bytes[SR_VERDICT_LEN];
+
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		enum sr_verdict got = SR_VERDICT_ACCEPTED;
+		uint32_t rank = 0;
+
+		sr_verdict_encode(SR_VERDICT_ACCEPTED, 3, bytes);
+		sr_put_u32le(bytes + 8, statuses[i]);
+		CHECKF(sr_verdict_decode(bytes, &got, &rank) == -1,
+		    "status %u accepted", statuses[i]);
+	}
+}
+
+static void
+verdict_reasons_match_seed(void)
+{
+	CHECK(strcmp(sr_verdict_reason(SR_VERDICT_ACCEPTED), "accepted") == 0);
+	CHECK(strcmp(sr_verdict_reason(SR_VERDICT_WRONG_TOKEN),
+	    "job token mismatch") == 0);
+	CHECK(strcmp(sr_verdict_reason(SR_VERDICT_WRONG_WORLD),
+	    "world size mismatch") == 0);
+	CHECK(strcmp(sr_verdict_reason(SR_VERDICT_WRONG_RANK),
+	    "rank mismatch") == 0);
+}
+
+/* ----------------------------------------------------------------- frames */
+
+static bool
+frame_equal(const struct sr_frame *a, const struct sr_frame *b)
+{
+	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
+	    a->step == b->step && a->seq == b->seq && a->length == b->length;
+}
+
+static void
+frame_round_trips(void)
+{
+	static const struct sr_frame cases[] = {
+		{ SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 0, 1, 0 },
+		{ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD, 29, 7, 4096 },
+		{ SR_FRAME_BROADCAST, 0, 0, 3, 2, TWO_63 },
+		{ SR_FRAME_ALLGATHER, 0, 0, 1, UINT64_MAX, UINT64_MAX },
+		{ SR_FRAME_ABORT, 0, 0, 0, 0, SR_ABORT_MAX },
+		{ SR_FRAME_BYE, 0, 0, 0, 0, 0 },
+		{ 255, 255, 255, UINT32_MAX, UINT64_MAX, UINT64_MAX },
+		{ 200, 1, 2, 0x80000000u, TWO_63, TWO_63 - 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t bytes[SR_FRAME_HEADER_LEN];
+		struct sr_frame got;
+
+		memset(&got, 0x5a, sizeof(got));
+		sr_frame_encode(&cases[i], bytes);
+		CHECKF(bytes[3] == 0, "case %zu: reserved byte 0x%02x", i,
+		    bytes[3]);
+		sr_frame_decode(bytes, &got);
+		CHECKF(frame_equal(&got, &cases[i]),
+		    "case %zu: kind %u dtype %u op %u step %u seq %llu "
+		    "length %llu", i, got.kind, got.dtype, got.op, got.step,
+		    (unsigned long long)got.seq, (unsigned long long)got.length);
+	}
+}
+
+static void
+frame_layout_is_little_endian(void)
+{
+	static const uint8_t expected[SR_FRAME_HEADER_LEN] = {
+		0x01, 0x03, 0x03, 0x00,			/* kind dtype op rsvd */
+		0x04, 0x03, 0x02, 0x01,			/* step */
+		0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, 0x07, 0x06,	/* seq */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,	/* length */
+	};
+	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_I32, SR_PROD,
+		0x01020304u, UINT64_C(0x060708090a0b0c0d), TWO_63 };
+	uint8_t bytes[SR_FRAME_HEADER_LEN];
+
+	memset(bytes, 0xaa, sizeof(bytes));
+	sr_frame_encode(&frame, bytes);
+	for (int i = 0; i < SR_FRAME_HEADER_LEN; i++)
+		CHECKF(bytes[i] == expected[i], "byte %d is 0x%02x, not 0x%02x",
+		    i, bytes[i], expected[i]);
+}
+
+static const struct sr_frame want_frame = { SR_FRAME_ALLREDUCE, SR_I64,
+	SR_MAX, 3, 9, 4096 };
+
+static void
+frame_check_match(void)
+{
+	struct sr_frame got = want_frame;
+
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MATCH);
+	CHECK(sr_frame_check(&want_frame, &want_frame) == SR_FRAME_MATCH);
+}
+
+static void
+frame_check_each_field_differing_is_mismatch(void)
+{
+	struct sr_frame got;
+
+	got = want_frame, got.kind = SR_FRAME_ALLGATHER;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.kind = 200;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.dtype = SR_F64;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.op = SR_SUM;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.step = 4;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.seq = 8;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.seq = 9 + (UINT64_C(1) << 32);
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.length = 4095;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.length = TWO_63;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got = want_frame, got.length = UINT64_MAX;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+}
+
+static void
+frame_check_abort_in_range(void)
+{
+	static const uint64_t lengths[] = { SR_ABORT_FIXED, SR_ABORT_FIXED + 1,
+		100, SR_ABORT_MAX - 1, SR_ABORT_MAX };
+
+	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+		struct sr_frame got = { .kind = SR_FRAME_ABORT, .step = 77,
+			.seq = 1234, .length = lengths[i] };
+
+		/* An abort interrupts any collective: the other fields do not
+		 * matter. */
+		CHECKF(sr_frame_check(&got, &want_frame) == SR_FRAME_IS_ABORT,
+		    "length %llu", (unsigned long long)lengths[i]);
+	}
+}
+
+static void
+frame_check_abort_of_absurd_length(void)
+{
+	static const uint64_t lengths[] = { 0, 1, SR_ABORT_FIXED - 1,
+		SR_ABORT_MAX + 1, 4096, TWO_63, UINT64_MAX };
+
+	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+		struct sr_frame got = { .kind = SR_FRAME_ABORT,
+			.length = lengths[i] };
+
+		CHECKF(sr_frame_check(&got, &want_frame) == SR_FRAME_BAD_ABORT,
+		    "length %llu", (unsigned long long)lengths[i]);
+	}
+}
+
+static void
+frame_check_bye(void)
+{
+	struct sr_frame got = { .kind = SR_FRAME_BYE, .seq = 3 };
+
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_IS_BYE);
+	/* A goodbye carries nothing; one with a payload is garbage. */
+	got.length = 1;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+}
+
+static void
+frame_describe_allreduce(void)
+{
+	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 3, 7,
+		4096 };
+	char buf[160];
+
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "allreduce sum f64 step 3 seq 7 of 4096 bytes") == 0,
+	    "\"%s\"", buf);
+	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD,
+		UINT32_MAX, UINT64_MAX, UINT64_MAX };
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "allreduce prod u32 step 4294967295 seq "
+	    "18446744073709551615 of 18446744073709551615 bytes") == 0,
+	    "\"%s\"", buf);
+}
+
+static void
+frame_describe_other_kinds(void)
+{
+	struct sr_frame frame = { SR_FRAME_BROADCAST, 0, 0, 2, 5, 64 };
+	char buf[160];
+
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "broadcast step 2 seq 5 of 64 bytes") == 0,
+	    "\"%s\"", buf);
+	frame.kind = SR_FRAME_BYE;
+	frame.length = 0;
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "goodbye step 2 seq 5 of 0 bytes") == 0, "\"%s\"",
+	    buf);
+	/* An allreduce naming no known dtype is still described. */
+	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, 99, SR_SUM, 0, 1, 8 };
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "allreduce step 0 seq 1 of 8 bytes") == 0, "\"%s\"",
+	    buf);
+}
+
+static void
+frame_describe_unknown_kind(void)
+{
+	struct sr_frame frame = { 200, 0, 0, 1, 2, 3 };
+	char buf[160], tiny[8];
+
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "a frame of unknown kind 200 (not a silvic frame)") ==
+	    0, "\"%s\"", buf);
+	frame.kind = SR_FRAME_KIND_MAX + 1;
+	sr_frame_describe(&frame, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "a frame of unknown kind 9 (not a silvic frame)") ==
+	    0, "\"%s\"", buf);
+	/* Truncated, still terminated. */
+	sr_frame_describe(&frame, tiny, sizeof(tiny));
+	CHECKF(strcmp(tiny, "a frame") == 0, "\"%s\"", tiny);
+}
+
+/* ---------------------------------------------------------------- aborts */
+
+static void
+abort_round_trips(void)
+{
+	struct sr_abort in, out;
+	uint8_t bytes[SR_ABORT_MAX];
+	size_t n;
+
+	memset(&in, 0, sizeof(in));
+	in.origin = 5;
+	in.code = SR_ETIMEOUT;
+	in.culprit = SR_NO_RANK;
+	snprintf(in.reason, sizeof(in.reason), "%s",
+	    "timed out after 30s of silence waiting for rank 4");
+	n = sr_abort_encode(&in, bytes, sizeof(bytes));
+	CHECK(n == SR_ABORT_FIXED + strlen(in.reason));
+	CHECK(sr_get_u32le(bytes) == 5);
+	CHECK(sr_get_u32le(bytes + 4) == SR_ETIMEOUT);
+	CHECK(sr_get_u32le(bytes + 8) == SR_NO_RANK);
+	CHECK(memcmp(bytes + SR_ABORT_FIXED, in.reason, strlen(in.reason)) ==
+	    0);
+	memset(&out, 0x55, sizeof(out));
+	CHECK(sr_abort_decode(bytes, n, &out) == 0);
+	CHECK(out.origin == 5);
+	CHECK(out.code == SR_ETIMEOUT);
+	CHECK(out.culprit == SR_NO_RANK);
+	CHECKF(strcmp(out.reason, in.reason) == 0, "\"%s\"", out.reason);
+
+	/* An empty reason is the fixed part alone. */
+	in.reason[0] = '\0';
+	in.culprit = 2;
+	n = sr_abort_encode(&in, bytes, sizeof(bytes));
+	CHECK(n == SR_ABORT_FIXED);
+	CHECK(sr_abort_decode(bytes, n, &out) == 0);
+	CHECK(out.culprit == 2 && out.reason[0] == '\0');
+}
+
+static void
+abort_long_reason_is_truncated(void)
+{
+	struct sr_abort in, out;
+	uint8_t bytes[SR_ABORT_FIXED + 600];
+	size_t n;
+
+	/* A reason filling the whole array, terminator included: encode
+	 * stops at the cap and reads no further. */
+	memset(&in, 0, sizeof(in));
+	memset(in.reason, 'r', sizeof(in.reason));
+	n = sr_abort_encode(&in, bytes, sizeof(bytes));
+	CHECK(n == SR_ABORT_MAX);
+
+	/* A peer sending more than the cap: decode keeps the first 400. */
+	memset(bytes + SR_ABORT_FIXED, 'x', 600);
+	bytes[SR_ABORT_FIXED + SR_ABORT_REASON_MAX - 1] = 'y';
+	CHECK(sr_abort_decode(bytes, sizeof(bytes), &out) == 0);
+	CHECK(strlen(out.reason) == SR_ABORT_REASON_MAX);
+	CHECK(out.reason[SR_ABORT_REASON_MAX - 1] == 'y');
+	CHECK(out.reason[0] == 'x');
+
+	/* An output buffer shorter than the reason cuts the reason. */
+	snprintf(in.reason, sizeof(in.reason), "%s", "abcdefghijkl");
+	n = sr_abort_encode(&in, bytes, SR_ABORT_FIXED + 5);
+	CHECK(n == SR_ABORT_FIXED + 5);
+	CHECK(memcmp(bytes + SR_ABORT_FIXED, "abcde", 5) == 0);
+	CHECK(sr_abort_encode(&in, bytes, SR_ABORT_FIXED - 1) == 0);
+}
+
+static void
+abort_reason_keeps_printable_ascii(void)
+{
+	static const uint8_t reason[] = { 'o', 'k', 0x00, '\n', 0x1f, ' ',
+		0x7e, 0x7f, 0x80, 0xff, 0xc3, 0xa9, '!' };
+	uint8_t bytes[SR_ABORT_FIXED + sizeof(reason)];
+	struct sr_abort out;
+
+	sr_put_u32le(bytes, 1);
+	sr_put_u32le(bytes + 4, SR_EIO);
+	sr_put_u32le(bytes + 8, 0);
+	memcpy(bytes + SR_ABORT_FIXED, reason, sizeof(reason));
+	CHECK(sr_abort_decode(bytes, sizeof(bytes), &out) == 0);
+	CHECKF(strcmp(out.reason, "ok\?\?\? ~\?\?\?\?\?!") == 0, "\"%s\"",
+	    out.reason);
+	CHECK(out.origin == 1 && out.code == SR_EIO && out.culprit == 0);
+}
+
+static void
+abort_decode_rejects_short_payload(void)
+{
+	uint8_t bytes[SR_ABORT_FIXED] = { 0 };
+	struct sr_abort out;
+
+	CHECK(sr_abort_decode(bytes, 0, &out) == -1);
+	CHECK(sr_abort_decode(bytes, 1, &out) == -1);
+	CHECK(sr_abort_decode(bytes, SR_ABORT_FIXED - 1, &out) == -1);
+	CHECK(sr_abort_decode(bytes, SR_ABORT_FIXED, &out) == 0);
+	CHECK(out.reason[0] == '\0');
+}
+
+int
+main(void)
+{
+	TEST_RUN(le_helpers_write_least_significant_byte_first);
+	TEST_RUN(hello_round_trips);
+	TEST_RUN(hello_layout_matches_seed);
+	TEST_RUN(hello_rejects_wrong_magic);
+	TEST_RUN(hello_rejects_other_protocol_version);
+	TEST_RUN(hello_rejects_swapped_byte_order);
+	TEST_RUN(hello_judge_checks_token_then_world_then_rank);
+	TEST_RUN(verdict_round_trips_every_status);
+	TEST_RUN(verdict_layout_matches_seed);
+	TEST_RUN(verdict_rejects_bad_magic);
+	TEST_RUN(verdict_rejects_unknown_status);
+	TEST_RUN(verdict_reasons_match_seed);
+	TEST_RUN(frame_round_trips);
+	TEST_RUN(frame_layout_is_little_endian);
+	TEST_RUN(frame_check_match);
+	TEST_RUN(frame_check_each_field_differing_is_mismatch);
+	TEST_RUN(frame_check_abort_in_range);
+	TEST_RUN(frame_check_abort_of_absurd_length);
+	TEST_RUN(frame_check_bye);
+	TEST_RUN(frame_describe_allreduce);
+	TEST_RUN(frame_describe_other_kinds);
+	TEST_RUN(frame_describe_unknown_kind);
+	TEST_RUN(abort_round_trips);
+	TEST_RUN(abort_long_reason_is_truncated);
+	TEST_RUN(abort_reason_keeps_printable_ascii);
+	TEST_RUN(abort_decode_rejects_short_payload);
+	return TEST_DONE();
+}
