@@ -35,8 +35,10 @@ ifeq ($(HTTP),1)
 FEATURE_CFLAGS += -DSR_HAVE_HTTP=1 $(shell $(PKG_CONFIG) --cflags libcurl libmicrohttpd)
 FEATURE_LIBS += $(shell $(PKG_CONFIG) --libs libcurl libmicrohttpd)
 endif
+CORE_CFLAGS :=
 ifeq ($(CRYPTO),1)
-FEATURE_CFLAGS += -DSR_HAVE_CRYPTO=1 $(shell $(PKG_CONFIG) --cflags libcrypto)
+CORE_CFLAGS += -DSR_HAVE_CRYPTO=1 $(shell $(PKG_CONFIG) --cflags libcrypto)
+FEATURE_CFLAGS += -DSR_HAVE_CRYPTO=1
 FEATURE_LIBS += $(shell $(PKG_CONFIG) --libs libcrypto)
 endif
 
@@ -63,7 +65,7 @@ all: $(LIB) $(BIN)
 
 $(B)/src/%.o: src/%.c
 	$(call quiet,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(CORE_CFLAGS) -c -o $@ $<
 
 $(B)/cli/%.o: cli/%.c
 	$(call quiet,CC,$@)
@@ -83,7 +85,7 @@ $(CLI_LIB): $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB) $(CLI_LIB)
 	$(call quiet,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(FEATURE_CFLAGS) -Itests/unit -Icli -o $@ $< $(CLI_LIB) $(LIB) $(ALL_LDFLAGS) $(FEATURE_LIBS) -lm
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(FEATURE_CFLAGS) -Itests/unit -Icli -o $@ $< $(CLI_LIB) $(LIB) $(ALL_LDFLAGS) $(FEATURE_LIBS) -lm -lpthread
 
 # The unit and multi-rank C tests, then the bats suites; the last line is
 # "N passed, N failed".

@@ -112,6 +112,7 @@ struct cli_ring {
 	const char *address_file;	/* --address-file */
 	bool dry_run;		/* --dry-run */
 	bool json;		/* --json */
+	const char *key_file;	/* --key-file */
 };
 
 enum {
@@ -145,6 +146,7 @@ enum {
 	{ "address-file", required_argument, NULL, OPT_ADDRESS_FILE },         \
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },                         \
 	{ "json", no_argument, NULL, OPT_JSON },                               \
+	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE }
 
 /* The help text of those options, for each command's --help. */

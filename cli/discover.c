@@ -93,6 +93,14 @@ discover_peers(const char **origin)
 }
 
 const char *
+discover_key_file(void)
+{
+	const char *v = getenv("SILVIC_RING_KEY_FILE");
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+const char *
 discover_token(void)
 {
 	const char *v = getenv("SILVIC_RING_TOKEN");

@@ -20,6 +20,8 @@ struct discovered {
 int discover_rank(struct discovered *d, char *why, size_t why_size);
 /* The default address source and where it came from, or NULL. */
 const char *discover_peers(const char **origin);
+/* SILVIC_RING_KEY_FILE, or NULL. */
+const char *discover_key_file(void);
 /* SILVIC_RING_TOKEN, or NULL. */
 const char *discover_token(void);
 /* A key naming this job (Slurm, Open MPI, PMIx ids, SILVIC_RING_JOB). */

@@ -8,13 +8,18 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "discover.h"
 #include "rendezvous.h"
 
 #define DEFAULT_TIMEOUT 60.0
+/* A key file is a secret, not a document: anything longer is a mistake. */
+#define KEY_MAX 4096
 
 const char cli_ring_help[] =
 "Ring options:\n"
@@ -40,6 +45,10 @@ const char cli_ring_help[] =
 "      --address-file FILE  write this rank's ip:port to FILE (atomically)\n"
 "      --dry-run            resolve everything, print the plan, connect to\n"
 "                           nothing\n"
+"      --key-file FILE      authenticate every link with the pre-shared key\n"
+"                           in FILE, at least 16 bytes, the same on every\n"
+"                           rank (default: $SILVIC_RING_KEY_FILE; none: no\n"
+"                           authentication)\n"
 "      --json               JSON lines on stdout\n"
 "  -v, --verbose            status lines on stderr (-vv: debug)\n";
 
@@ -116,6 +125,9 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 	case OPT_JSON:
 		opts->json = true;
 		return 1;
+	case OPT_KEY_FILE:
+		opts->key_file = arg;
+		return 1;
 	case OPT_VERBOSE:
 		cli_verbosity++;
 		return 1;
@@ -138,6 +150,8 @@ struct setup {
 	uint64_t token;
 	const char *token_source;
 	struct sr_error err;
+	uint8_t key[KEY_MAX];
+	size_t key_len;
 };
 
 static int
@@ -441,6 +455,54 @@ print_plan(struct setup *s)
 	fflush(o);
 }
 
+/* ------------------------------------------------------------------ key */
+
+/*
+ * Reads the pre-shared key.  The key never comes from the command line
+ * (argv is readable by every user) and is wiped once the ring formed.
+ */
+static int
+load_key(struct setup *s)
+{
+	const char *path = s->opts->key_file;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (path == NULL)
+		path = discover_key_file();
+	if (path == NULL)
+		return 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+		fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s", path,
+		    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO))
+		cli_warn("--key-file '%s' is readable by others (mode %03o); "
+		    "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
+	n = read(fd, s->key, sizeof(s->key));
+	close(fd);
+	if (n < 0)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s",
+		    path, strerror(errno));
+	if ((size_t)n == sizeof(s->key))
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' is "
+		    "longer than %d bytes; is it the right file?", path, KEY_MAX);
+	/* A key typed into a file usually ends in a newline: not part of it. */
+	while (n > 0 && (s->key[n - 1] == '\n' || s->key[n - 1] == '\r'))
+		n--;
+	if (n < 16)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' holds "
+		    "%zd bytes; a key needs at least 16 (32 random bytes "
+		    "recommended: head -c 32 /dev/urandom > FILE)", path, n);
+	s->key_len = (size_t)n;
+	cli_status("authenticating every link with the key in %s", path);
+	return 0;
+}
+
 /* ------------------------------------------------------------ the steps */
 
 static unsigned long strays;
@@ -523,6 +585,10 @@ form(struct setup *s, struct sr_ring **ring)
 		options.timeout_ms = 1;
 	options.cancel = &cli_interrupted;
 	options.on_stray = on_stray;
+	if (s->key_len > 0) {
+		options.key = s->key;
+		options.key_len = s->key_len;
+	}
 	if (sr_ring_connect(ring, s->listener, (uint64_t)s->rank,
 		(const char *const *)s->list.addr, s->list.n, s->token, &options,
 		&s->err) != 0) {
@@ -562,7 +628,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	sr_error_clear(&s.err);
 	*ring = NULL;
 	s.deadline = cli_now_ns() + (int64_t)(opts->timeout * 1e9);
-	if (resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
+	if (load_key(&s) == 0 && resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
 	    derive_token(&s) == 0) {
 		cli_rank = s.rank;
 		cli_status("rank %lld of %lld (%s; world from %s)",
@@ -580,6 +646,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 			s.err.rank = s.rank;
 		rc = cli_report(&s.err, opts->json);
 	}
+	explicit_bzero(s.key, sizeof(s.key));
 	sr_listener_close(s.listener);
 	if (s.rdv.source != NULL)
 		rendezvous_close(&s.rdv);

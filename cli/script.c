@@ -985,8 +985,9 @@ run_sleep(struct runner *r, const struct stmt *st)
 		return fail_with(r, st, SR_ECONFIG, -1, "%s", why);
 	left.tv_sec = (time_t)seconds;
 	left.tv_nsec = (long)((seconds - (double)left.tv_sec) * 1e9);
-	while (nanosleep(&left, &left) != 0)
-		if (errno != EINTR || cli_interrupted)
+	/* A signal that came before the sleep must end it too. */
+	while (cli_interrupted || nanosleep(&left, &left) != 0)
+		if (cli_interrupted || errno != EINTR)
 			return fail_with(r, st, SR_EINTERRUPTED, -1,
 			    "interrupted while sleeping");
 	us = since_us(start);

@@ -2,12 +2,13 @@
  * handshake.c - ring formation: connect to the next rank, accept the
  * previous one, and run the silvic-net handshake on both links at once.
  *
- * One poll loop drives the connector (connect with backoff, send the
- * hello, await the verdict) and the acceptor (accept every pending
- * connection, read each hello with its own short deadline, judge it).
- * Strays are dropped and the wait goes on, so a silent or foreign
- * connection never holds up the real previous rank queued behind it.
- * Nothing here reads a byte beyond the fixed-size hello and verdict.
+ * One poll loop drives the connector (connect with backoff, then the
+ * exchange: hello and verdict, and with a key the challenge, response,
+ * proof and result of auth.c) and the acceptor (accept every pending
+ * connection and run each one's side of the exchange with its own short
+ * deadline).  Strays are dropped and the wait goes on, so a silent or
+ * foreign connection never holds up the real previous rank queued behind
+ * it.  Nothing here reads a byte beyond the fixed-size messages.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,21 +20,33 @@
 
 #include "internal.h"
 
-/* A rank sends its hello right after connecting; a connection that stays
- * silent this long is a stray. */
+/* A rank speaks right after connecting; a connection that has not
+ * finished its handshake this long after being accepted is a stray. */
 #define HELLO_TIMEOUT_NS (5LL * 1000000000)
 #define BACKOFF_FIRST_NS (10LL * 1000000)
 #define BACKOFF_MAX_NS (250LL * 1000000)
 /* Handshakes read at once; more connections wait in the kernel backlog. */
 #define PENDING_MAX 16
+#define MESSAGE_MAX SR_RESPONSE_LEN
+
+/* One message to send, then one to receive, on a socket. */
+struct exchange {
+	uint8_t out[MESSAGE_MAX];
+	size_t out_len, out_done;
+	uint8_t in[MESSAGE_MAX];
+	size_t in_len, in_got;
+	int stage;
+};
 
 enum connector_state {
 	CONNECT_BACKOFF,
 	CONNECT_IN_PROGRESS,
-	CONNECT_SEND_HELLO,
-	CONNECT_AWAIT_VERDICT,
+	CONNECT_TALK,
 	CONNECT_DONE
 };
+
+/* Exchange stages, on both sides. */
+enum { STAGE_HELLO, STAGE_CHALLENGE, STAGE_PROOF };
 
 struct connector {
 	enum connector_state state;
@@ -43,18 +56,16 @@ struct connector {
 	uint32_t peer;
 	int64_t retry_at;
 	int64_t backoff;
-	uint8_t hello[SR_HELLO_LEN];
-	uint8_t verdict[SR_VERDICT_LEN];
-	size_t done;
-	int attempts;
+	struct exchange x;
+	struct sr_auth auth;
 	char last_error[160];
 };
 
 struct pending {
 	int fd;
 	int64_t deadline;
-	size_t got;
-	uint8_t hello[SR_HELLO_LEN];
+	struct exchange x;
+	struct sr_auth auth;
 	char address[SR_ADDR_MAX];
 };
 
@@ -65,6 +76,7 @@ struct acceptor {
 	struct pending pending[PENDING_MAX];
 	int npending;
 	unsigned long rejected;
+	bool last_was_auth;
 	char last_from[SR_ADDR_MAX];
 	char last_reason[200];
 };
@@ -73,6 +85,7 @@ struct formation {
 	uint32_t rank, world;
 	uint64_t token;
 	const struct sr_ring_options *options;
+	bool keyed;
 	int64_t started, deadline;
 	struct connector c;
 	struct acceptor a;
@@ -84,6 +97,74 @@ close_fd(int *fd)
 	if (*fd >= 0)
 		close(*fd);
 	*fd = -1;
+}
+
+static void
+expect_message(struct exchange *x, int stage, size_t out_len, size_t in_len)
+{
+	x->stage = stage;
+	x->out_len = out_len;
+	x->out_done = 0;
+	x->in_len = in_len;
+	x->in_got = 0;
+}
+
+/*
+ * Moves an exchange on: sends what is queued, then reads what is expected.
+ * 1 when the expected message is complete, 0 to poll again, -1 on a socket
+ * error or EOF (why says which).
+ */
+static int
+exchange_progress(int fd, struct exchange *x, const char **why)
+{
+	ssize_t n;
+
+	while (x->out_done < x->out_len) {
+		n = send(fd, x->out + x->out_done, x->out_len - x->out_done,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0) {
+			*why = strerror(errno);
+			return -1;
+		}
+		x->out_done += (size_t)n;
+	}
+	while (x->in_got < x->in_len) {
+		n = recv(fd, x->in + x->in_got, x->in_len - x->in_got,
+		    MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			*why = n == 0 ? "the connection closed" : strerror(errno);
+			return -1;
+		}
+		x->in_got += (size_t)n;
+	}
+	return 1;
+}
+
+static short
+exchange_events(const struct exchange *x)
+{
+	return x->out_done < x->out_len ? POLLOUT : POLLIN;
+}
+
+static void
+auth_init(struct formation *f, struct sr_auth *a, uint32_t connector,
+    uint32_t acceptor)
+{
+	memset(a, 0, sizeof(*a));
+	a->key = f->options->key;
+	a->key_len = f->options->key_len;
+	a->connector = connector;
+	a->acceptor = acceptor;
+	a->world = f->world;
+	a->token = f->token;
 }
 
 /* ---------------------------------------------------------- the connector */
@@ -105,23 +186,121 @@ static void
 connector_start(struct formation *f)
 {
 	struct connector *c = &f->c;
-	struct sr_hello hello = { f->rank, f->world, f->token };
+	struct sr_hello hello = { f->rank, f->world, f->token,
+		f->keyed ? SR_HELLO_AUTH : 0 };
 
-	c->attempts++;
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		connector_retry(f, strerror(errno));
 		return;
 	}
-	sr_hello_encode(&hello, c->hello);
-	c->done = 0;
+	sr_hello_encode(&hello, c->x.out);
+	expect_message(&c->x, STAGE_HELLO, SR_HELLO_LEN, SR_VERDICT_LEN);
 	if (connect(c->fd, (struct sockaddr *)&c->addr.ss, c->addr.len) == 0)
-		c->state = CONNECT_SEND_HELLO;
+		c->state = CONNECT_TALK;
 	else if (errno == EINPROGRESS)
 		c->state = CONNECT_IN_PROGRESS;
 	else
 		connector_retry(f, strerror(errno));
+}
+
+static int
+connector_verdict(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+	enum sr_verdict verdict;
+	uint32_t acceptor;
+
+	if (sr_verdict_decode(c->x.in, &verdict, &acceptor) != 0) {
+		sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
+		    "the listener at %s is not a silvic rank (its answer to "
+		    "the hello is not a verdict)", c->address);
+		return -1;
+	}
+	if (verdict != SR_VERDICT_ACCEPTED) {
+		bool auth = verdict == SR_VERDICT_AUTH_REQUIRED ||
+		    verdict == SR_VERDICT_NO_KEY;
+
+		sr_err_set(err, auth ? SR_EAUTH : SR_EREJECTED,
+		    SR_PHASE_HANDSHAKE, "rank %u at %s rejected this rank: %s",
+		    c->peer, c->address, sr_verdict_reason(verdict));
+		return -1;
+	}
+	if (acceptor != c->peer) {
+		sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
+		    "the listener at %s is rank %u, not rank %u", c->address,
+		    acceptor, c->peer);
+		return -1;
+	}
+	if (!f->keyed) {
+		c->state = CONNECT_DONE;
+		return 0;
+	}
+	auth_init(f, &c->auth, f->rank, c->peer);
+	if (sr_auth_nonce(c->auth.nonce_connector) != 0) {
+		sr_err_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
+		    "no random bytes for the challenge: %s", strerror(errno));
+		return -1;
+	}
+	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(c->x.out + SR_MAGIC_LEN, c->auth.nonce_connector, SR_NONCE_LEN);
+	expect_message(&c->x, STAGE_CHALLENGE, SR_CHALLENGE_LEN,
+	    SR_RESPONSE_LEN);
+	return 0;
+}
+
+static int
+auth_failed(struct sr_error *err, uint32_t peer, const char *address,
+    const char *what)
+{
+	sr_err_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
+	    "authentication with rank %u at %s failed: %s", peer, address, what);
+	return -1;
+}
+
+/* The acceptor's response: prove this rank in turn, then check it. */
+static int
+connector_response(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+	uint8_t mac[SR_MAC_LEN];
+	bool valid;
+
+	if (memcmp(c->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
+		return auth_failed(err, c->peer, c->address,
+		    "its answer to the challenge is not an authentication "
+		    "message");
+	memcpy(c->auth.nonce_acceptor, c->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
+	valid = sr_auth_verify(&c->auth, SR_AUTH_ACCEPTOR,
+	    c->x.in + SR_MAGIC_LEN + SR_NONCE_LEN);
+	if (sr_auth_mac(&c->auth, SR_AUTH_CONNECTOR, mac) != 0)
+		return auth_failed(err, c->peer, c->address,
+		    "computing the MAC failed");
+	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(c->x.out + SR_MAGIC_LEN, mac, SR_MAC_LEN);
+	expect_message(&c->x, STAGE_PROOF, SR_PROOF_LEN, SR_RESULT_LEN);
+	if (!valid) {
+		/* Send the proof anyway (it reveals nothing), so the peer can
+		 * say "wrong key" too rather than "closed". */
+		send(c->fd, c->x.out, SR_PROOF_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+		return auth_failed(err, c->peer, c->address,
+		    "its proof does not match this rank's key (another key?)");
+	}
+	return 0;
+}
+
+static int
+connector_result(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+
+	if (memcmp(c->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0 ||
+	    sr_get_u32le(c->x.in + SR_MAGIC_LEN) != 0)
+		return auth_failed(err, c->peer, c->address,
+		    "it rejected this rank's proof (another key?)");
+	c->state = CONNECT_DONE;
+	return 0;
 }
 
 /* Returns -1 (err filled) on a failure no retry can mend. */
@@ -129,11 +308,9 @@ static int
 connector_progress(struct formation *f, short revents, struct sr_error *err)
 {
 	struct connector *c = &f->c;
-	enum sr_verdict verdict;
-	uint32_t acceptor;
 	socklen_t len = sizeof(int);
-	ssize_t n;
-	int soerr = 0;
+	const char *why = NULL;
+	int soerr = 0, rc;
 
 	switch (c->state) {
 	case CONNECT_BACKOFF:
@@ -149,64 +326,34 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 			connector_retry(f, strerror(soerr));
 			return 0;
 		}
-		/* A fresh socket takes the 32 bytes at once. */
-		c->state = CONNECT_SEND_HELLO;
-		__attribute__((fallthrough));
-	case CONNECT_SEND_HELLO:
-		n = send(c->fd, c->hello + c->done, SR_HELLO_LEN - c->done,
-		    MSG_NOSIGNAL);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		c->state = CONNECT_TALK;
+		return connector_progress(f, revents, err);
+	case CONNECT_TALK:
+		rc = exchange_progress(c->fd, &c->x, &why);
+		if (rc == 0)
 			return 0;
-		if (n < 0) {
-			connector_retry(f, strerror(errno));
-			return 0;
-		}
-		c->done += (size_t)n;
-		if (c->done == SR_HELLO_LEN) {
-			c->state = CONNECT_AWAIT_VERDICT;
-			c->done = 0;
-		}
-		return 0;
-	case CONNECT_AWAIT_VERDICT:
-		if (revents == 0)
-			return 0;
-		n = recv(c->fd, c->verdict + c->done, SR_VERDICT_LEN - c->done, 0);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return 0;
-		if (n <= 0) {
+		if (rc < 0 && c->x.stage == STAGE_HELLO) {
 			/*
 			 * Closed before any verdict: the acceptor was busy
 			 * with strays or restarting.  Try again; a verdict,
 			 * once given, is final.
 			 */
-			connector_retry(f, n == 0 ?
-			    "the connection closed before the handshake answer" :
-			    strerror(errno));
+			connector_retry(f, strcmp(why, "the connection closed") ?
+			    why : "the connection closed before the handshake "
+			    "answer");
 			return 0;
 		}
-		c->done += (size_t)n;
-		if (c->done < SR_VERDICT_LEN)
-			return 0;
-		if (sr_verdict_decode(c->verdict, &verdict, &acceptor) != 0) {
-			sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
-			    "the listener at %s is not a silvic rank (its "
-			    "answer to the hello is not a verdict)", c->address);
-			return -1;
-		}
-		if (verdict != SR_VERDICT_ACCEPTED) {
-			sr_err_set(err, SR_EREJECTED, SR_PHASE_HANDSHAKE,
-			    "rank %u at %s rejected this rank: %s", c->peer,
-			    c->address, sr_verdict_reason(verdict));
-			return -1;
-		}
-		if (acceptor != c->peer) {
-			sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
-			    "the listener at %s is rank %u, not rank %u",
-			    c->address, acceptor, c->peer);
-			return -1;
-		}
-		c->state = CONNECT_DONE;
-		return 0;
+		if (rc < 0)
+			return auth_failed(err, c->peer, c->address, why);
+		if (c->x.stage == STAGE_HELLO)
+			rc = connector_verdict(f, err);
+		else if (c->x.stage == STAGE_CHALLENGE)
+			rc = connector_response(f, err);
+		else
+			rc = connector_result(f, err);
+		if (rc != 0 || c->state == CONNECT_DONE)
+			return rc;
+		return connector_progress(f, 0, err);
 	case CONNECT_DONE:
 		return 0;
 	}
@@ -216,16 +363,17 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 /* ----------------------------------------------------------- the acceptor */
 
 static void
-reject(struct formation *f, const char *from, const char *fmt, ...)
-    SR_PRINTF(3, 4);
+reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
+    SR_PRINTF(4, 5);
 
 static void
-reject(struct formation *f, const char *from, const char *fmt, ...)
+reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
 {
 	struct acceptor *a = &f->a;
 	va_list ap;
 
 	a->rejected++;
+	a->last_was_auth = auth;
 	snprintf(a->last_from, sizeof(a->last_from), "%s", from);
 	va_start(ap, fmt);
 	vsnprintf(a->last_reason, sizeof(a->last_reason), fmt, ap);
@@ -239,6 +387,7 @@ static void
 pending_drop(struct acceptor *a, int i)
 {
 	close_fd(&a->pending[i].fd);
+	memset(&a->pending[i].auth, 0, sizeof(a->pending[i].auth));
 	memmove(&a->pending[i], &a->pending[i + 1],
 	    (size_t)(a->npending - i - 1) * sizeof(a->pending[0]));
 	a->npending--;
@@ -265,69 +414,168 @@ acceptor_accept(struct formation *f)
 
 			snprintf(from, sizeof(from), "%s", a->pending[0].address);
 			pending_drop(a, 0);
-			reject(f, from, "too many pending handshakes; dropped "
-			    "the oldest");
+			reject(f, from, false, "too many pending handshakes; "
+			    "dropped the oldest");
 		}
 		p = &a->pending[a->npending++];
 		memset(p, 0, sizeof(*p));
 		p->fd = fd;
 		p->deadline = sr_clock_ns() + HELLO_TIMEOUT_NS;
+		expect_message(&p->x, STAGE_HELLO, 0, SR_HELLO_LEN);
 		sr_sock_format(&peer, p->address, sizeof(p->address));
 	}
 }
 
-/* Reads and judges pending handshake i; returns true when it was dropped
- * or accepted (the slot changed). */
-static bool
+/* Judges a hello; queues the verdict.  1 to go on, 0 rejected. */
+static int
+pending_hello(struct formation *f, struct pending *p)
+{
+	struct sr_hello hello;
+	enum sr_verdict verdict;
+	const char *why;
+
+	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
+		reject(f, p->address, false, "%s", why);
+		return 0;
+	}
+	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
+	if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
+	    !(hello.flags & SR_HELLO_AUTH))
+		verdict = SR_VERDICT_AUTH_REQUIRED;
+	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
+	    (hello.flags & SR_HELLO_AUTH))
+		verdict = SR_VERDICT_NO_KEY;
+	sr_verdict_encode(verdict, f->rank, p->x.out);
+	expect_message(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
+	    f->keyed ? SR_CHALLENGE_LEN : 0);
+	if (verdict == SR_VERDICT_AUTH_REQUIRED) {
+		/* The answer to a rejected peer is best effort. */
+		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+		reject(f, p->address, true, "authentication failed: it has no "
+		    "key (claims rank %u of %u)", hello.rank, hello.world);
+		return 0;
+	}
+	if (verdict == SR_VERDICT_NO_KEY) {
+		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+		reject(f, p->address, true, "authentication failed: it has a "
+		    "key and this rank none (claims rank %u of %u)", hello.rank,
+		    hello.world);
+		return 0;
+	}
+	if (verdict != SR_VERDICT_ACCEPTED) {
+		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+		reject(f, p->address, false, "%s (it claims rank %u of %u)",
+		    sr_verdict_reason(verdict), hello.rank, hello.world);
+		return 0;
+	}
+	auth_init(f, &p->auth, f->a.expected, f->rank);
+	return 1;
+}
+
+/* The connector's challenge: answer with a nonce and this rank's proof. */
+static int
+pending_challenge(struct formation *f, struct pending *p)
+{
+	uint8_t *out = p->x.out;
+
+	if (memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
+		reject(f, p->address, true, "authentication failed: no challenge "
+		    "after the hello");
+		return 0;
+	}
+	memcpy(p->auth.nonce_connector, p->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
+	if (sr_auth_nonce(p->auth.nonce_acceptor) != 0 ||
+	    sr_auth_mac(&p->auth, SR_AUTH_ACCEPTOR,
+		out + SR_MAGIC_LEN + SR_NONCE_LEN) != 0) {
+		reject(f, p->address, true, "authentication failed: no random "
+		    "bytes or no MAC on this rank");
+		return 0;
+	}
+	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_MAGIC_LEN, p->auth.nonce_acceptor, SR_NONCE_LEN);
+	expect_message(&p->x, STAGE_PROOF, SR_RESPONSE_LEN, SR_PROOF_LEN);
+	return 1;
+}
+
+/* The connector's proof: verify, answer, and only then accept the link. */
+static int
+pending_proof(struct formation *f, struct pending *p)
+{
+	bool valid = memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
+	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR,
+		p->x.in + SR_MAGIC_LEN);
+	uint8_t result[SR_RESULT_LEN];
+
+	memcpy(result, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	sr_put_u32le(result + SR_MAGIC_LEN, valid ? 0 : 1);
+	if (send(p->fd, result, sizeof(result), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    (ssize_t)sizeof(result) && valid) {
+		reject(f, p->address, true, "answering its proof failed: %s",
+		    strerror(errno));
+		return 0;
+	}
+	if (!valid) {
+		reject(f, p->address, true, "authentication failed: its proof "
+		    "does not match this rank's key (another key?)");
+		return 0;
+	}
+	return 1;
+}
+
+/* Moves pending handshake i on; the link is taken once it is complete. */
+static void
 pending_progress(struct formation *f, int i)
 {
 	struct acceptor *a = &f->a;
 	struct pending *p = &a->pending[i];
-	struct sr_hello hello;
-	uint8_t answer[SR_VERDICT_LEN];
-	enum sr_verdict verdict;
-	const char *why;
-	ssize_t n;
+	const char *why = NULL;
+	int rc = exchange_progress(p->fd, &p->x, &why);
 
-	n = recv(p->fd, p->hello + p->got, SR_HELLO_LEN - p->got, 0);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return false;
-	if (n <= 0) {
-		reject(f, p->address, "closed after %zu of %d handshake bytes%s%s",
-		    p->got, SR_HELLO_LEN, n < 0 ? ": " : "",
-		    n < 0 ? strerror(errno) : "");
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		reject(f, p->address, p->x.stage != STAGE_HELLO,
+		    "%s after %zu of %zu bytes of its %s", why, p->x.in_got,
+		    p->x.in_len, p->x.stage == STAGE_HELLO ? "hello" :
+		    "authentication");
 		pending_drop(a, i);
-		return true;
+		return;
 	}
-	p->got += (size_t)n;
-	if (p->got < SR_HELLO_LEN)
-		return false;
-	if (sr_hello_decode(p->hello, &hello, &why) != 0) {
-		reject(f, p->address, "%s", why);
+	switch (p->x.stage) {
+	case STAGE_HELLO:
+		rc = pending_hello(f, p);
+		break;
+	case STAGE_CHALLENGE:
+		rc = pending_challenge(f, p);
+		break;
+	default:
+		rc = pending_proof(f, p);
+		if (rc == 1) {
+			a->prev_fd = p->fd;
+			p->fd = -1;
+			pending_drop(a, i);
+			return;
+		}
+		break;
+	}
+	if (rc == 0) {
 		pending_drop(a, i);
-		return true;
+		return;
 	}
-	verdict = sr_hello_judge(&hello, f->token, f->world, a->expected);
-	sr_verdict_encode(verdict, f->rank, answer);
-	/* A fresh socket's buffer takes 16 bytes at once; to a rejected peer
-	 * the answer is best effort, as it is dropped either way. */
-	n = send(p->fd, answer, sizeof(answer), MSG_NOSIGNAL);
-	if (verdict != SR_VERDICT_ACCEPTED) {
-		reject(f, p->address, "%s (it claims rank %u of %u)",
-		    sr_verdict_reason(verdict), hello.rank, hello.world);
+	/* Without a key the verdict ends the exchange once it is sent. */
+	if (p->x.stage == STAGE_CHALLENGE && p->x.in_len == 0) {
+		rc = exchange_progress(p->fd, &p->x, &why);
+		if (rc == 1) {
+			a->prev_fd = p->fd;
+			p->fd = -1;
+		} else {
+			reject(f, p->address, false, "answering its hello failed: "
+			    "%s", rc < 0 ? why : "the socket is full");
+		}
 		pending_drop(a, i);
-		return true;
+		return;
 	}
-	if (n != (ssize_t)sizeof(answer)) {
-		reject(f, p->address, "answering its handshake failed: %s",
-		    n < 0 ? strerror(errno) : "short write");
-		pending_drop(a, i);
-		return true;
-	}
-	a->prev_fd = p->fd;
-	p->fd = -1;
-	pending_drop(a, i);
-	return true;
+	pending_progress(f, i);
 }
 
 static void
@@ -342,8 +590,10 @@ pending_expire(struct formation *f, int64_t now)
 			i++;
 			continue;
 		}
-		reject(f, p->address, "sent %zu of %d handshake bytes in 5s",
-		    p->got, SR_HELLO_LEN);
+		reject(f, p->address, p->x.stage != STAGE_HELLO,
+		    "sent %zu of %zu bytes of its %s in 5s", p->x.in_got,
+		    p->x.in_len, p->x.stage == STAGE_HELLO ? "hello" :
+		    "authentication");
 		pending_drop(a, i);
 	}
 }
@@ -358,7 +608,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 
 	sr_clock_format_ms(f->options->timeout_ms, took, sizeof(took));
 	if (f->c.state != CONNECT_DONE) {
-		const char *what = f->c.state == CONNECT_AWAIT_VERDICT ?
+		const char *what = f->c.state == CONNECT_TALK ?
 		    "an answer to the handshake from" : "a connection to";
 
 		snprintf(waited, sizeof(waited), "%s rank %u at %s%s%s%s", what,
@@ -377,7 +627,10 @@ timeout_message(struct formation *f, struct sr_error *err)
 		snprintf(rejected, sizeof(rejected),
 		    "; rejected %lu connection(s), the last from %s: %s",
 		    f->a.rejected, f->a.last_from, f->a.last_reason);
-	sr_err_set(err, SR_ETIMEOUT,
+	/* A ring that never formed because a peer had no key, or another
+	 * one, failed authentication; say so in the status too. */
+	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
+	    SR_ETIMEOUT,
 	    f->c.state != CONNECT_DONE ? SR_PHASE_CONNECT : SR_PHASE_ACCEPT,
 	    "timed out after %s waiting for %s%s", took, waited, rejected);
 }
@@ -416,8 +669,8 @@ form_loop(struct formation *f, struct sr_error *err)
 		} else if (c->state != CONNECT_DONE) {
 			cidx = nfds;
 			fds[nfds].fd = c->fd;
-			fds[nfds++].events = c->state == CONNECT_AWAIT_VERDICT ?
-			    POLLIN : POLLOUT;
+			fds[nfds++].events = c->state == CONNECT_TALK ?
+			    exchange_events(&c->x) : POLLOUT;
 		}
 		if (a->prev_fd < 0) {
 			lidx = nfds;
@@ -425,7 +678,7 @@ form_loop(struct formation *f, struct sr_error *err)
 			fds[nfds++].events = POLLIN;
 			for (int i = 0; i < a->npending; i++) {
 				fds[nfds].fd = a->pending[i].fd;
-				fds[nfds++].events = POLLIN;
+				fds[nfds++].events = exchange_events(&a->pending[i].x);
 				if (a->pending[i].deadline < wake)
 					wake = a->pending[i].deadline;
 			}
@@ -459,6 +712,26 @@ form_loop(struct formation *f, struct sr_error *err)
 	}
 }
 
+static int
+check_key(const struct sr_ring_options *options, struct sr_error *err)
+{
+	if (options->key == NULL)
+		return 0;
+	if (!sr_auth_available()) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "a key was given but this build cannot authenticate "
+		    "(rebuild with libcrypto: libssl-dev)");
+		return -1;
+	}
+	if (options->key_len < SR_KEY_MIN) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "the key is %zu bytes; at least %d are needed (32 random "
+		    "bytes recommended)", options->key_len, SR_KEY_MIN);
+		return -1;
+	}
+	return 0;
+}
+
 int
 sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
@@ -469,11 +742,14 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	uint16_t port;
 	int rc;
 
+	if (check_key(options, err) != 0)
+		return -1;
 	memset(&f, 0, sizeof(f));
 	f.rank = rank;
 	f.world = world;
 	f.token = token;
 	f.options = options;
+	f.keyed = options->key != NULL;
 	f.started = sr_clock_ns();
 	f.deadline = f.started + options->timeout_ms * 1000000;
 	f.c.fd = -1;
@@ -502,6 +778,7 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	rc = form_loop(&f, err);
 	while (f.a.npending > 0)
 		pending_drop(&f.a, 0);
+	memset(&f.c.auth, 0, sizeof(f.c.auth));
 	if (rc != 0) {
 		if (err->phase == SR_PHASE_HANDSHAKE)
 			sr_err_peer(err, f.c.peer, f.c.address);
@@ -512,4 +789,10 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	*next_fd = f.c.fd;
 	*prev_fd = f.a.prev_fd;
 	return 0;
+}
+
+int
+sr_auth_built_in(void)
+{
+	return sr_auth_available();
 }

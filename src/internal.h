@@ -78,10 +78,15 @@ void sr_put_u64le(uint8_t *p, uint64_t v);
 uint32_t sr_get_u32le(const uint8_t *p);
 uint64_t sr_get_u64le(const uint8_t *p);
 
+/* Hello flags, in the seed's reserved field (0 without a key, so a hello
+ * stays byte-identical to the seed's). */
+#define SR_HELLO_AUTH 0x1u
+
 struct sr_hello {
 	uint32_t rank;
 	uint32_t world;
 	uint64_t token;
+	uint32_t flags;
 };
 
 enum sr_verdict {
@@ -89,6 +94,9 @@ enum sr_verdict {
 	SR_VERDICT_WRONG_TOKEN = 1,
 	SR_VERDICT_WRONG_WORLD = 2,
 	SR_VERDICT_WRONG_RANK = 3,
+	/* Sent only when one side has a key; a seed rank never sees them. */
+	SR_VERDICT_AUTH_REQUIRED = 4,	/* the acceptor has a key, the hello none */
+	SR_VERDICT_NO_KEY = 5,		/* the hello asks for a key the acceptor lacks */
 	SR_VERDICT_COUNT
 };
 
@@ -173,6 +181,41 @@ size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
 /* -1 when the payload is shorter than SR_ABORT_FIXED bytes.  The reason is
  * kept to printable ASCII. */
 int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
+
+/* ------------------------------------------------------------------- auth */
+
+#define SR_AUTH_MAGIC "silvica\x01"
+#define SR_NONCE_LEN 32
+#define SR_MAC_LEN 32
+/* challenge: magic, connector nonce; response: magic, acceptor nonce,
+ * acceptor MAC; proof: magic, connector MAC; result: magic, status u32. */
+#define SR_CHALLENGE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN)
+#define SR_RESPONSE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN + SR_MAC_LEN)
+#define SR_PROOF_LEN (SR_MAGIC_LEN + SR_MAC_LEN)
+#define SR_RESULT_LEN (SR_MAGIC_LEN + 4)
+/* The shortest key accepted. */
+#define SR_KEY_MIN 16
+
+enum sr_auth_role { SR_AUTH_CONNECTOR = 0, SR_AUTH_ACCEPTOR = 1 };
+
+struct sr_auth {
+	const uint8_t *key;
+	size_t key_len;
+	uint32_t connector, acceptor, world;
+	uint64_t token;
+	uint8_t nonce_connector[SR_NONCE_LEN];
+	uint8_t nonce_acceptor[SR_NONCE_LEN];
+};
+
+bool sr_auth_available(void);
+/* Fresh random bytes from the kernel; -1 on failure. */
+int sr_auth_nonce(uint8_t nonce[SR_NONCE_LEN]);
+/* HMAC-SHA256 of the transcript for role; -1 without libcrypto. */
+int sr_auth_mac(const struct sr_auth *a, enum sr_auth_role role,
+    uint8_t mac[SR_MAC_LEN]);
+/* Whether mac is role's MAC, compared in constant time. */
+bool sr_auth_verify(const struct sr_auth *a, enum sr_auth_role role,
+    const uint8_t mac[SR_MAC_LEN]);
 
 /* ----------------------------------------------------------------- reduce */
 

@@ -167,7 +167,20 @@ struct sr_ring_options {
 	/* Told of every rejected connection, when non-NULL. */
 	sr_stray_fn on_stray;
 	void *stray_arg;
+	/*
+	 * A pre-shared key (at least 16 bytes, the same on every rank):
+	 * every link then runs an HMAC-SHA256 challenge-response after the
+	 * hello, and a peer without the key cannot join.  NULL: no
+	 * authentication, and the handshake is byte-identical to silvic-net's.
+	 * The core reads the key only during sr_ring_connect and keeps no
+	 * copy.  Needs the library built with libcrypto (sr_auth_built_in).
+	 */
+	const uint8_t *key;
+	size_t key_len;
 };
+
+/* Whether this build of the core can authenticate (libcrypto). */
+int sr_auth_built_in(void);
 
 void sr_ring_options_init(struct sr_ring_options *options);
 

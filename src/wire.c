@@ -49,6 +49,7 @@ sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN])
 	memcpy(out + 8, &bom, 4);
 	sr_put_u32le(out + 12, hello->rank);
 	sr_put_u32le(out + 16, hello->world);
+	sr_put_u32le(out + 20, hello->flags);
 	sr_put_u64le(out + 24, hello->token);
 }
 
@@ -69,6 +70,7 @@ sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
 	}
 	hello->rank = sr_get_u32le(in + 12);
 	hello->world = sr_get_u32le(in + 16);
+	hello->flags = sr_get_u32le(in + 20);
 	hello->token = sr_get_u64le(in + 24);
 	return 0;
 }
@@ -123,6 +125,12 @@ sr_verdict_reason(enum sr_verdict verdict)
 		return "world size mismatch";
 	case SR_VERDICT_WRONG_RANK:
 		return "rank mismatch";
+	case SR_VERDICT_AUTH_REQUIRED:
+		return "authentication required: it has a key and this rank none "
+		    "(--key-file)";
+	case SR_VERDICT_NO_KEY:
+		return "authentication failed: this rank has a key and it has "
+		    "none";
 	default:
 		return "unknown verdict";
 	}

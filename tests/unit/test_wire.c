@@ -40,19 +40,19 @@ static void
 hello_round_trips(void)
 {
 	static const struct sr_hello cases[] = {
-		{ 0, 1, 0 },
-		{ 0, 2, 1 },
-		{ 1, 2, 42 },
-		{ 3, 5, UINT64_C(0x0123456789abcdef) },
-		{ 15, 16, TWO_63 },
-		{ 0, UINT32_MAX, UINT64_MAX },
-		{ UINT32_MAX, UINT32_MAX, UINT64_MAX },
-		{ UINT32_MAX - 1, 0, 0 },
+		{ 0, 1, 0, 0 },
+		{ 0, 2, 1, 0 },
+		{ 1, 2, 42, 0 },
+		{ 3, 5, UINT64_C(0x0123456789abcdef), 0 },
+		{ 15, 16, TWO_63, 0 },
+		{ 0, UINT32_MAX, UINT64_MAX, 0 },
+		{ UINT32_MAX, UINT32_MAX, UINT64_MAX, 0 },
+		{ UINT32_MAX - 1, 0, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t bytes[SR_HELLO_LEN];
-		struct sr_hello got = { 7, 7, 7 };
+		struct sr_hello got = { 7, 7, 7, 7 };
 		const char *why = NULL;
 
 		sr_hello_encode(&cases[i], bytes);
@@ -85,7 +85,7 @@ hello_layout_matches_seed(void)
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01	/* token */
 	};
 	struct sr_hello hello = { 0x11223344u, 0x55667788u,
-		UINT64_C(0x0102030405060708) };
+		UINT64_C(0x0102030405060708), 0 };
 	uint8_t bytes[SR_HELLO_LEN];
 
 	/* Garbage first, so a reserved byte left unwritten shows. */
@@ -99,7 +99,7 @@ hello_layout_matches_seed(void)
 static void
 hello_rejects_wrong_magic(void)
 {
-	struct sr_hello hello = { 1, 2, 3 }, got;
+	struct sr_hello hello = { 1, 2, 3, 0 }, got;
 	uint8_t bytes[SR_HELLO_LEN];
 	const char *why = NULL;
 
@@ -118,7 +118,7 @@ hello_rejects_wrong_magic(void)
 static void
 hello_rejects_other_protocol_version(void)
 {
-	struct sr_hello hello = { 1, 2, 3 }, got;
+	struct sr_hello hello = { 1, 2, 3, 0 }, got;
 	uint8_t bytes[SR_HELLO_LEN];
 	const char *why = NULL;
 
@@ -135,7 +135,7 @@ hello_rejects_other_protocol_version(void)
 static void
 hello_rejects_swapped_byte_order(void)
 {
-	struct sr_hello hello = { 1, 2, 3 }, got;
+	struct sr_hello hello = { 1, 2, 3, 0 }, got;
 	uint8_t bytes[SR_HELLO_LEN], t;
 	const char *why = NULL;
 
@@ -243,7 +243,8 @@ verdict_rejects_bad_magic(void)
 static void
 verdict_rejects_unknown_status(void)
 {
-	static const uint32_t statuses[] = { 4, 5, 256, 0x01000000u,
+	/* 4 and 5 are the authentication verdicts. */
+	static const uint32_t statuses[] = { 6, 7, 256, 0x01000000u,
 		UINT32_MAX };
 	uint8_t bytes[SR_VERDICT_LEN];
 
@@ -256,6 +257,24 @@ verdict_rejects_unknown_status(void)
 		CHECKF(sr_verdict_decode(bytes, &got, &rank) == -1,
 		    "status %u accepted", statuses[i]);
 	}
+}
+
+/* With a key the hello carries SR_HELLO_AUTH in the seed's reserved field;
+ * without one that field stays zero, byte-identical to the seed. */
+static void
+hello_auth_flag_round_trips(void)
+{
+	struct sr_hello hello = { 1, 2, 3, SR_HELLO_AUTH }, got;
+	uint8_t bytes[SR_HELLO_LEN];
+	const char *why;
+
+	sr_hello_encode(&hello, bytes);
+	CHECK(sr_get_u32le(bytes + 20) == SR_HELLO_AUTH);
+	CHECK(sr_hello_decode(bytes, &got, &why) == 0);
+	CHECK(got.flags == SR_HELLO_AUTH);
+	hello.flags = 0;
+	sr_hello_encode(&hello, bytes);
+	CHECK(sr_get_u32le(bytes + 20) == 0);
 }
 
 static void
@@ -581,6 +600,7 @@ main(void)
 	TEST_RUN(verdict_layout_matches_seed);
 	TEST_RUN(verdict_rejects_bad_magic);
 	TEST_RUN(verdict_rejects_unknown_status);
+	TEST_RUN(hello_auth_flag_round_trips);
 	TEST_RUN(verdict_reasons_match_seed);
 	TEST_RUN(frame_round_trips);
 	TEST_RUN(frame_layout_is_little_endian);

@@ -1,0 +1,285 @@
+#!/usr/bin/env bats
+# silvic-ring launch: usage errors, N local ranks of `run` with their
+# output forwarded, the first failure's status, signals, and stdin handed
+# to every rank.  Self-contained: loads no helpers.
+
+bats_require_minimum_version 1.5.0
+
+SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
+SCRIPT='allreduce sum i64 1 {rank}
+expect {world} {world}*({world}-1)/2
+'
+STARTED=()
+
+setup() {
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
+}
+
+teardown() {
+	local pid
+	for pid in "${STARTED[@]}"; do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for pid in "${STARTED[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+# start_launcher ARGS...: runs `timeout 60 silvic-ring launch ARGS...` in
+# the background, output in launcher.out and launcher.err; sets BG to the
+# background job and LAUNCHER to the launcher's own pid (written by the
+# shell that becomes it, as bash may put a subshell between $! and it).
+start_launcher() {
+	local pidfile=$BATS_TEST_TMPDIR/launcher.pid i
+	timeout 60 bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "$SR" launch "$@" \
+		</dev/null >"$BATS_TEST_TMPDIR/launcher.out" \
+		2>"$BATS_TEST_TMPDIR/launcher.err" 3>&- &
+	BG=$!
+	STARTED+=("$BG")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$pidfile" ] && break
+		sleep 0.05
+	done
+	LAUNCHER=$(cat "$pidfile")
+	STARTED+=("$LAUNCHER")
+}
+
+# wait_count FILE REGEX N: waits up to 20s for N lines matching REGEX.
+wait_count() {
+	local i
+	for ((i = 0; i < 400; i++)); do
+		[ "$(grep -Ec -- "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for $3 lines /$2/ in $1:" >&2
+	cat "$1" >&2
+	return 1
+}
+
+# running PID: true while PID is a live process (not gone, not a zombie).
+running() {
+	local state
+	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# wait_gone PID...: waits up to 10s until none of the PIDs runs.
+wait_gone() {
+	local i pid left
+	for ((i = 0; i < 200; i++)); do
+		left=
+		for pid in "$@"; do
+			running "$pid" && left="$left $pid"
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.05
+	done
+	echo "still running:$left" >&2
+	return 1
+}
+
+@test "launch without -n is a usage error" {
+	run timeout 60 "$SR" launch run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: missing -n N"* ]]
+	[[ "$output" == *"try 'silvic-ring --help'"* ]]
+}
+
+@test "launch -n out of range or not a number is a usage error naming the value" {
+	local bad
+	for bad in 0 1025 abc -3 4x; do
+		run timeout 60 "$SR" launch -n "$bad" run
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"-n '$bad' is not a number of ranks from 1 to 1024"* ]]
+	done
+	run timeout 60 "$SR" launch --ranks=0 run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"-n '0' is not a number of ranks"* ]]
+}
+
+@test "launch without a command is a usage error" {
+	run timeout 60 "$SR" launch -n 2
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: missing the command the ranks run"* ]]
+	run timeout 60 "$SR" launch -n 2 --
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: missing the command the ranks run"* ]]
+}
+
+@test "launch cannot launch launchers" {
+	run timeout 60 "$SR" launch -n 2 launch -n 2 run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"the ranks cannot run 'launch' themselves"* ]]
+}
+
+@test "unknown launch options and bad values are usage errors naming them" {
+	run timeout 60 "$SR" launch --frobnicate -n 2 run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: unknown option '--frobnicate'"* ]]
+	run timeout 60 "$SR" launch -x -n 2 run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: unknown option '-x'"* ]]
+	run timeout 60 "$SR" launch -n 2 --grace soon run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--grace 'soon' is not a number of seconds"* ]]
+	run timeout 60 "$SR" launch -n
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"launch: -n needs a value"* ]]
+}
+
+@test "launch --help prints its usage on stdout" {
+	run --separate-stderr timeout 60 "$SR" launch --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"usage: silvic-ring launch -n N"* ]]
+	[[ "$output" == *"--ranks"* ]]
+	[[ "$output" == *"--grace"* ]]
+	[ -z "$stderr" ]
+}
+
+@test "options after the command are the command's" {
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --frobnicate </dev/null
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"[0] silvic-ring: run: unknown option '--frobnicate'"* ||
+	   "$stderr" == *"[1] silvic-ring: run: unknown option '--frobnicate'"* ]]
+	[[ "$stderr" =~ rank\ [01]\ exited\ with\ status\ 2\ before\ publishing\ its\ address ]]
+	[[ "$stderr" != *"launch: unknown option"* ]]
+}
+
+@test "launch -n 1..8 run: every rank's results, prefixed with its rank" {
+	local n r
+	for n in 1 2 3 4 5 6 7 8; do
+		run --separate-stderr timeout 60 "$SR" launch -n "$n" run --timeout 30 \
+			<"$BATS_TEST_TMPDIR/script"
+		if [ "$status" -ne 0 ]; then
+			echo "world $n: status $status; $stderr" >&2
+			return 1
+		fi
+		[ "${#lines[@]}" -eq $((2 * n)) ]
+		for ((r = 0; r < n; r++)); do
+			[[ "$output" == *"[$r] line 1: allreduce sum i64 = $n $((n * (n - 1) / 2)) "* ]]
+			[[ "$output" == *"[$r] line 2: expect = ok"* ]]
+		done
+	done
+}
+
+@test "-v status lines of every rank come through stderr, prefixed" {
+	run --separate-stderr timeout 60 "$SR" launch -n 3 run -v --timeout 30 \
+		<"$BATS_TEST_TMPDIR/script"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"[0] silvic-ring: rank 0: ring ready (world 3)"* ]]
+	[[ "$stderr" == *"[1] silvic-ring: rank 1: ring ready (world 3)"* ]]
+	[[ "$stderr" == *"[2] silvic-ring: rank 2: ring ready (world 3)"* ]]
+	[[ "$output" != *"ring ready"* ]]
+}
+
+@test "JSON records come through untouched, one per rank and statement" {
+	local r
+	run --separate-stderr timeout 60 "$SR" launch -n 4 run --json --timeout 30 \
+		<"$BATS_TEST_TMPDIR/script"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 8 ]
+	for ((r = 0; r < 8; r++)); do
+		[[ "${lines[$r]}" == "{"*"}" ]]
+	done
+	for r in 0 1 2 3; do
+		[ "$(grep -c "\"rank\":$r," <<<"$output")" -eq 2 ]
+	done
+	[[ "$output" != *"["[0-9]"] "* ]]
+}
+
+@test "the launcher exits with the status of the rank that failed" {
+	local failed
+	printf 'allreduce sum i64 1\nexpect 2\n' >"$BATS_TEST_TMPDIR/fails"
+	run --separate-stderr timeout 60 "$SR" launch -n 1 run --timeout 30 \
+		<"$BATS_TEST_TMPDIR/fails"
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"[0] silvic-ring: rank 0: <stdin>:2: expect failed"* ]]
+	[[ "$stderr" == *"silvic-ring: rank 0 failed with status 1"* ]]
+	# The minimum is 0 everywhere: rank 0's expect holds, rank 1's fails.
+	# Rank 1 then aborts the ring, which rank 0 may hear of first and
+	# fail itself: the launcher reports whichever exit came first.
+	printf 'allreduce min i64 {rank}\nexpect {rank}\n' >"$BATS_TEST_TMPDIR/fails"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --timeout 30 \
+		<"$BATS_TEST_TMPDIR/fails"
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[[ "$stderr" == *"[1] silvic-ring: rank 1: <stdin>:2: expect failed"* ]]
+	[[ "$stderr" != *"[0] silvic-ring: rank 0: <stdin>:2: expect failed"* ]]
+	[ "$(grep -c 'failed with status' <<<"$stderr")" -eq 1 ]
+	failed=$(sed -n 's/^silvic-ring: rank [01] failed with status \([0-9]*\).*/\1/p' <<<"$stderr")
+	[ "$status" -eq "$failed" ]
+	[ "$status" -ne 0 ]
+}
+
+@test "after one rank fails the others get the grace period, then SIGTERM" {
+	# Rank 1 divides by zero (status 2); rank 0 sleeps where the ring
+	# cannot tell it, so only the launcher's SIGTERM ends its sleep.
+	printf 'sleep 50/(1-{rank})\n' >"$BATS_TEST_TMPDIR/fails"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 --grace 1 run --timeout 30 \
+		<"$BATS_TEST_TMPDIR/fails"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"[1] silvic-ring: rank 1: <stdin>:1: sleep '50/(1-{rank})' divides by zero"* ]]
+	[[ "$stderr" == *"silvic-ring: rank 1 failed with status 2; stopping the others"* ]]
+	[[ "$stderr" == *"[0] silvic-ring: rank 0: <stdin>:1: interrupted while sleeping"* ]]
+	[ "$(grep -c 'failed with status' <<<"$stderr")" -eq 1 ]
+}
+
+@test "SIGTERM to the launcher: exit 130 and no rank left running" {
+	local ranks pid
+	printf 'barrier\nsleep 50\n' >"$BATS_TEST_TMPDIR/slow"
+	start_launcher -n 3 run -v --timeout 30 --script "$BATS_TEST_TMPDIR/slow"
+	wait_count "$BATS_TEST_TMPDIR/launcher.err" 'ring ready \(world 3\)' 3
+	ranks=$(pgrep -P "$LAUNCHER" | tr '\n' ' ')
+	[ "$(wc -w <<<"$ranks")" -eq 3 ]
+	kill -TERM "$LAUNCHER"
+	wait "$BG" && status=0 || status=$?
+	[ "$status" -eq 130 ]
+	for pid in $ranks; do
+		if running "$pid"; then
+			echo "rank pid $pid outlived the launcher" >&2
+			return 1
+		fi
+	done
+	grep -q 'interrupted; stopping the ranks' "$BATS_TEST_TMPDIR/launcher.err"
+	# Stopped by the SIGTERM passed on, not by the end of their sleep.
+	[ "$(grep -c '^\[[012]\] silvic-ring: rank [012]: .*interrupted while sleeping' \
+		"$BATS_TEST_TMPDIR/launcher.err")" -eq 3 ]
+}
+
+@test "a launcher killed with SIGKILL takes its ranks with it" {
+	local ranks
+	printf 'barrier\nsleep 50\n' >"$BATS_TEST_TMPDIR/slow"
+	start_launcher -n 3 run -v --timeout 30 --script "$BATS_TEST_TMPDIR/slow"
+	wait_count "$BATS_TEST_TMPDIR/launcher.err" 'ring ready \(world 3\)' 3
+	ranks=$(pgrep -P "$LAUNCHER" | tr '\n' ' ')
+	[ "$(wc -w <<<"$ranks")" -eq 3 ]
+	kill -KILL "$LAUNCHER"
+	wait_gone $ranks
+}
+
+@test "every rank gets all of stdin, even more than a pipe holds" {
+	local i r
+	{
+		for ((i = 0; i < 3000; i++)); do
+			echo "# padding line $i: the launcher must deliver all of this"
+		done
+		echo 'allreduce sum i64 {rank}'
+		echo 'expect {world}*({world}-1)/2'
+	} >"$BATS_TEST_TMPDIR/big"
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -gt 131072 ]
+	run --separate-stderr timeout 60 "$SR" launch -n 4 run --timeout 30 \
+		<"$BATS_TEST_TMPDIR/big"
+	[ "$status" -eq 0 ]
+	for r in 0 1 2 3; do
+		[[ "$output" == *"[$r] line 3001: allreduce sum i64 = 6 "* ]]
+		[[ "$output" == *"[$r] line 3002: expect = ok"* ]]
+	done
+}
+
+@test "commands that form no ring just run: launch -n 2 help" {
+	run --separate-stderr timeout 60 "$SR" launch -n 2 help </dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[0] usage: silvic-ring"* ]]
+	[[ "$output" == *"[1] usage: silvic-ring"* ]]
+}
