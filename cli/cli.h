@@ -113,6 +113,7 @@ struct cli_ring {
 	bool dry_run;		/* --dry-run */
 	bool json;		/* --json */
 	const char *key_file;	/* --key-file */
+	bool integrity;		/* --integrity */
 };
 
 enum {
@@ -129,6 +130,7 @@ enum {
 	OPT_DRY_RUN,
 	OPT_JSON,
 	OPT_KEY_FILE,
+	OPT_INTEGRITY,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -147,6 +149,7 @@ enum {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },                         \
 	{ "json", no_argument, NULL, OPT_JSON },                               \
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
+	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE }
 
 /* The help text of those options, for each command's --help. */

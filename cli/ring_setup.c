@@ -49,6 +49,8 @@ const char cli_ring_help[] =
 "                           in FILE, at least 16 bytes, the same on every\n"
 "                           rank (default: $SILVIC_RING_KEY_FILE; none: no\n"
 "                           authentication)\n"
+"      --integrity          check a CRC-32C on every frame (every rank must\n"
+"                           agree; off by default)\n"
 "      --json               JSON lines on stdout\n"
 "  -v, --verbose            status lines on stderr (-vv: debug)\n";
 
@@ -127,6 +129,9 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_KEY_FILE:
 		opts->key_file = arg;
+		return 1;
+	case OPT_INTEGRITY:
+		opts->integrity = true;
 		return 1;
 	case OPT_VERBOSE:
 		cli_verbosity++;
@@ -585,6 +590,7 @@ form(struct setup *s, struct sr_ring **ring)
 		options.timeout_ms = 1;
 	options.cancel = &cli_interrupted;
 	options.on_stray = on_stray;
+	options.integrity = s->opts->integrity;
 	if (s->key_len > 0) {
 		options.key = s->key;
 		options.key_len = s->key_len;

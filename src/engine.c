@@ -151,6 +151,14 @@ start_piece(struct run *r, struct sr_peer *p, struct sr_send *s)
 	sr_frame_encode(&frame, p->tx_header);
 	p->tx_header_left = SR_FRAME_HEADER_LEN;
 	p->tx_payload_left = piece;
+	if (r->ring->integrity) {
+		p->tx_crc = sr_crc32c(0, p->tx_header, SR_FRAME_HEADER_LEN);
+		/* An empty frame's trailer is due at once. */
+		if (piece == 0) {
+			sr_put_u32le(p->tx_trailer, p->tx_crc);
+			p->tx_trailer_left = SR_TRAILER_LEN;
+		}
+	}
 	s->started = true;
 	return true;
 }
@@ -171,7 +179,8 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 		uint64_t limit, payload;
 		ssize_t n;
 
-		if (p->tx_header_left == 0 && p->tx_payload_left == 0) {
+		if (p->tx_header_left == 0 && p->tx_payload_left == 0 &&
+		    p->tx_trailer_left == 0) {
 			if (s->started && s->off == s->len) {
 				c->send = next_send(r, c->send + 1, side);
 				continue;
@@ -193,6 +202,10 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 		if (payload > 0) {
 			iov[niov].iov_base = (void *)(s->data + s->off);
 			iov[niov++].iov_len = (size_t)payload;
+		} else if (p->tx_payload_left == 0 && p->tx_trailer_left > 0) {
+			iov[niov].iov_base = p->tx_trailer +
+			    (SR_TRAILER_LEN - p->tx_trailer_left);
+			iov[niov++].iov_len = p->tx_trailer_left;
 		}
 		if (niov == 0)
 			break;	/* waiting for the gate */
@@ -219,8 +232,19 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 		}
 		n -= (ssize_t)p->tx_header_left;
 		p->tx_header_left = 0;
+		if (payload == 0) {
+			p->tx_trailer_left -= (size_t)n;
+			continue;
+		}
+		if (r->ring->integrity)
+			p->tx_crc = sr_crc32c(p->tx_crc, s->data + s->off,
+			    (size_t)n);
 		s->off += (uint64_t)n;
 		p->tx_payload_left -= (uint64_t)n;
+		if (r->ring->integrity && p->tx_payload_left == 0) {
+			sr_put_u32le(p->tx_trailer, p->tx_crc);
+			p->tx_trailer_left = SR_TRAILER_LEN;
+		}
 	}
 	return moved;
 }
@@ -401,6 +425,8 @@ read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
 	}
 	p->rx_payload_left -= (uint64_t)n;
 	c->rx_off += (uint64_t)n;
+	if (r->ring->integrity)
+		p->rx_crc = sr_crc32c(p->rx_crc, into, (size_t)n);
 	if (v->reduce) {
 		c->fill += (size_t)n;
 		fold(r, c, v);
@@ -408,6 +434,46 @@ read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
 		v->done += (uint64_t)n;
 	}
 	return n;
+}
+
+/* Reads a frame's CRC trailer: 1 when it matches, 0 for more, -1. */
+static int
+read_trailer(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+	ssize_t n;
+
+	while (p->rx_trailer_left > 0) {
+		n = recv(p->fd, p->rx_trailer + SR_TRAILER_LEN -
+		    p->rx_trailer_left, p->rx_trailer_left, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			io_error(r, side, n, err);
+			return -1;
+		}
+		p->rx_trailer_left -= (size_t)n;
+	}
+	if (sr_get_u32le(p->rx_trailer) != p->rx_crc) {
+		peer_error(r, side, SR_ECORRUPT, err, "integrity check failed "
+		    "(CRC-32C 0x%08x, computed 0x%08x) on a frame from",
+		    sr_get_u32le(p->rx_trailer), p->rx_crc);
+		return -1;
+	}
+	return 1;
+}
+
+/* A frame's payload is in: its trailer is next, else the receive may be
+ * complete. */
+static void
+piece_done(struct run *r, enum sr_side side, const struct sr_recv *v)
+{
+	if (r->ring->integrity)
+		r->ring->peer[side].rx_trailer_left = SR_TRAILER_LEN;
+	else if (r->side[side].rx_off == v->len)
+		recv_complete(r, side);
 }
 
 /* Receives what it can on one side; returns bytes moved or -1 on error. */
@@ -420,11 +486,22 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 
 	while (c->recv >= 0) {
 		struct sr_recv *v = &r->x->recvs[c->recv];
+		int rc;
 
+		if (p->rx_trailer_left > 0) {
+			rc = read_trailer(r, side, err);
+			if (rc < 0)
+				return -1;
+			if (rc == 0)
+				break;
+			moved += SR_TRAILER_LEN;
+			if (c->rx_off == v->len)
+				recv_complete(r, side);
+			continue;
+		}
 		if (p->rx_payload_left == 0) {
 			struct sr_frame want = v->frame;
 			uint64_t left = v->len - c->rx_off;
-			int rc;
 
 			want.length = left > SR_FRAME_MAX ? SR_FRAME_MAX : left;
 			rc = read_header(r, side, &want, err);
@@ -432,11 +509,14 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 				return -1;
 			if (rc == 0)
 				break;
+			if (r->ring->integrity)
+				p->rx_crc = sr_crc32c(0, p->header,
+				    SR_FRAME_HEADER_LEN);
 			p->header_got = 0;
 			moved += SR_FRAME_HEADER_LEN;
 			p->rx_payload_left = want.length;
-			if (v->len == 0)
-				recv_complete(r, side);
+			if (want.length == 0)
+				piece_done(r, side, v);
 			continue;
 		}
 		n = read_payload(r, side, v, err);
@@ -445,8 +525,8 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 		if (n == 0)
 			break;
 		moved += n;
-		if (p->rx_payload_left == 0 && c->rx_off == v->len)
-			recv_complete(r, side);
+		if (p->rx_payload_left == 0)
+			piece_done(r, side, v);
 	}
 	/* With nothing to receive, still watch the side for an abort, a
 	 * goodbye or a close (a later collective's header is parked). */
@@ -492,9 +572,7 @@ static bool
 finished(const struct run *r)
 {
 	return r->side[SR_NEXT].send < 0 && r->side[SR_PREV].send < 0 &&
-	    r->side[SR_NEXT].recv < 0 && r->side[SR_PREV].recv < 0 &&
-	    r->ring->peer[SR_NEXT].tx_header_left == 0 &&
-	    r->ring->peer[SR_PREV].tx_header_left == 0;
+	    r->side[SR_NEXT].recv < 0 && r->side[SR_PREV].recv < 0;
 }
 
 static void

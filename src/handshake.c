@@ -187,7 +187,8 @@ connector_start(struct formation *f)
 {
 	struct connector *c = &f->c;
 	struct sr_hello hello = { f->rank, f->world, f->token,
-		f->keyed ? SR_HELLO_AUTH : 0 };
+		(f->keyed ? SR_HELLO_AUTH : 0) |
+		    (f->options->integrity ? SR_HELLO_CRC : 0) };
 
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -445,6 +446,9 @@ pending_hello(struct formation *f, struct pending *p)
 	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
 	    (hello.flags & SR_HELLO_AUTH))
 		verdict = SR_VERDICT_NO_KEY;
+	else if (verdict == SR_VERDICT_ACCEPTED &&
+	    !(hello.flags & SR_HELLO_CRC) != !f->options->integrity)
+		verdict = SR_VERDICT_INTEGRITY;
 	sr_verdict_encode(verdict, f->rank, p->x.out);
 	expect_message(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
 	    f->keyed ? SR_CHALLENGE_LEN : 0);

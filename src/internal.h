@@ -81,6 +81,8 @@ uint64_t sr_get_u64le(const uint8_t *p);
 /* Hello flags, in the seed's reserved field (0 without a key, so a hello
  * stays byte-identical to the seed's). */
 #define SR_HELLO_AUTH 0x1u
+/* Frames carry a CRC-32C trailer (--integrity); both ends must agree. */
+#define SR_HELLO_CRC 0x2u
 
 struct sr_hello {
 	uint32_t rank;
@@ -97,6 +99,7 @@ enum sr_verdict {
 	/* Sent only when one side has a key; a seed rank never sees them. */
 	SR_VERDICT_AUTH_REQUIRED = 4,	/* the acceptor has a key, the hello none */
 	SR_VERDICT_NO_KEY = 5,		/* the hello asks for a key the acceptor lacks */
+	SR_VERDICT_INTEGRITY = 6,	/* one side checks frames, the other not */
 	SR_VERDICT_COUNT
 };
 
@@ -217,6 +220,12 @@ int sr_auth_mac(const struct sr_auth *a, enum sr_auth_role role,
 bool sr_auth_verify(const struct sr_auth *a, enum sr_auth_role role,
     const uint8_t mac[SR_MAC_LEN]);
 
+/* ----------------------------------------------------------------- crc32c */
+
+/* CRC-32C of len bytes, continuing crc (0 to start). */
+uint32_t sr_crc32c(uint32_t crc, const void *data, size_t len);
+#define SR_TRAILER_LEN 4
+
 /* ----------------------------------------------------------------- reduce */
 
 /*
@@ -319,6 +328,10 @@ struct sr_peer {
 	uint64_t tx_payload_left;
 	/* Receive state of the frame under way. */
 	uint64_t rx_payload_left;
+	/* With integrity checks: the CRC so far and the trailer. */
+	uint32_t tx_crc, rx_crc;
+	uint8_t tx_trailer[SR_TRAILER_LEN], rx_trailer[SR_TRAILER_LEN];
+	size_t tx_trailer_left, rx_trailer_left;
 };
 
 struct sr_ring {
@@ -336,6 +349,7 @@ struct sr_ring {
 	size_t scratch_size;
 	uint8_t *segment;	 /* SR_SEGMENT bytes for reductions */
 	int64_t spin_ns;	 /* busy-poll this long before sleeping */
+	bool integrity;		 /* frames carry a CRC-32C trailer */
 };
 
 /*

@@ -95,6 +95,7 @@ ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->token = token;
 	ring->timeout_ms = options->timeout_ms;
 	ring->cancel = options->cancel;
+	ring->integrity = options->integrity;
 	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
 	sr_error_clear(&ring->failure);
 	if (world == 1)
@@ -249,16 +250,19 @@ sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err)
 }
 
 /*
- * Writes len bytes to a peer within the deadline, after first padding the
- * frame it was in the middle of (an abort must start at a frame boundary).
+ * Writes len bytes to a peer within the deadline, after first finishing
+ * the frame it was in the middle of (an abort must start at a frame
+ * boundary): the rest of its header, zeros for the rest of its payload,
+ * and, with integrity checks, the trailer that makes them valid.
  */
 static void
-send_bounded(struct sr_peer *p, const uint8_t *bytes, size_t len,
-    int64_t deadline)
+send_bounded(struct sr_peer *p, bool integrity, const uint8_t *bytes,
+    size_t len, int64_t deadline)
 {
 	static const uint8_t zeros[4096];
 
-	while (p->tx_header_left > 0 || p->tx_payload_left > 0 || len > 0) {
+	while (p->tx_header_left > 0 || p->tx_payload_left > 0 ||
+	    p->tx_trailer_left > 0 || len > 0) {
 		struct pollfd pfd = { .fd = p->fd, .events = POLLOUT };
 		const uint8_t *from;
 		size_t want;
@@ -272,6 +276,9 @@ send_bounded(struct sr_peer *p, const uint8_t *bytes, size_t len,
 			from = zeros;
 			want = p->tx_payload_left < sizeof(zeros) ?
 			    (size_t)p->tx_payload_left : sizeof(zeros);
+		} else if (p->tx_trailer_left > 0) {
+			from = p->tx_trailer + SR_TRAILER_LEN - p->tx_trailer_left;
+			want = p->tx_trailer_left;
 		} else {
 			from = bytes;
 			want = len;
@@ -287,11 +294,20 @@ send_bounded(struct sr_peer *p, const uint8_t *bytes, size_t len,
 			continue;
 		if (n <= 0)
 			return;
-		if (p->tx_header_left > 0)
+		if (p->tx_header_left > 0) {
 			p->tx_header_left -= (size_t)n;
-		else if (p->tx_payload_left > 0)
+		} else if (p->tx_payload_left > 0) {
 			p->tx_payload_left -= (uint64_t)n;
-		else {
+			if (integrity) {
+				p->tx_crc = sr_crc32c(p->tx_crc, zeros, (size_t)n);
+				if (p->tx_payload_left == 0) {
+					sr_put_u32le(p->tx_trailer, p->tx_crc);
+					p->tx_trailer_left = SR_TRAILER_LEN;
+				}
+			}
+		} else if (p->tx_trailer_left > 0) {
+			p->tx_trailer_left -= (size_t)n;
+		} else {
 			bytes += n;
 			len -= (size_t)n;
 		}
@@ -345,7 +361,7 @@ sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
 			continue;
 		/* A lost peer fails the send at once (EPIPE); a stopped one
 		 * costs at most the budget. */
-		send_bounded(p, frame, n, deadline);
+		send_bounded(p, ring->integrity, frame, n, deadline);
 		shutdown(p->fd, SHUT_RDWR);
 	}
 }
@@ -411,8 +427,8 @@ sr_ring_close(struct sr_ring *ring)
 		deadline = sr_clock_ns() + DRAIN_BUDGET_NS;
 		control_frame(SR_FRAME_BYE, NULL, 0, frame);
 		for (int s = 0; s < 2; s++) {
-			send_bounded(&ring->peer[s], frame, sizeof(frame),
-			    deadline);
+			send_bounded(&ring->peer[s], ring->integrity, frame,
+			    sizeof(frame), deadline);
 			shutdown(ring->peer[s].fd, SHUT_WR);
 		}
 		drain(ring, deadline);

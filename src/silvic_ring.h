@@ -45,7 +45,8 @@ extern "C" {
 	X(OUT_OF_STEP, "out-of-step", "a peer is in another collective")       \
 	X(ABORTED, "aborted", "another rank failed")                           \
 	X(INTERRUPTED, "interrupted", "interrupted")                           \
-	X(BROKEN, "broken", "the ring failed earlier")
+	X(BROKEN, "broken", "the ring failed earlier")                         \
+	X(CORRUPT, "corrupt", "a frame failed its integrity check")
 
 enum sr_code {
 #define SR_CODE_ENUM(name, slug, text) SR_E##name,
@@ -177,6 +178,14 @@ struct sr_ring_options {
 	 */
 	const uint8_t *key;
 	size_t key_len;
+	/*
+	 * Every collective frame carries a CRC-32C of its header and payload,
+	 * checked on arrival (a mismatch fails the collective with
+	 * SR_ECORRUPT).  Off by default: TCP's own checksum is weak (16
+	 * bits) but catches most link errors; this catches what it misses
+	 * and what a middlebox or bad memory corrupts.  Every rank must agree.
+	 */
+	bool integrity;
 };
 
 /* Whether this build of the core can authenticate (libcrypto). */

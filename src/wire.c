@@ -131,6 +131,9 @@ sr_verdict_reason(enum sr_verdict verdict)
 	case SR_VERDICT_NO_KEY:
 		return "authentication failed: this rank has a key and it has "
 		    "none";
+	case SR_VERDICT_INTEGRITY:
+		return "integrity check setting differs (--integrity on one "
+		    "side only)";
 	default:
 		return "unknown verdict";
 	}

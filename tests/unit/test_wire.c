@@ -243,8 +243,8 @@ verdict_rejects_bad_magic(void)
 static void
 verdict_rejects_unknown_status(void)
 {
-	/* 4 and 5 are the authentication verdicts. */
-	static const uint32_t statuses[] = { 6, 7, 256, 0x01000000u,
+	/* 4 and 5 are the authentication verdicts, 6 the integrity one. */
+	static const uint32_t statuses[] = { 7, 8, 256, 0x01000000u,
 		UINT32_MAX };
 	uint8_t bytes[SR_VERDICT_LEN];
 
