@@ -174,7 +174,7 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 	c->blocked_out = false;
 	while (c->send >= 0) {
 		struct sr_send *s = &r->x->sends[c->send];
-		struct iovec iov[2];
+		struct iovec iov[3];
 		int niov = 0;
 		uint64_t limit, payload;
 		ssize_t n;
@@ -202,6 +202,14 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 		if (payload > 0) {
 			iov[niov].iov_base = (void *)(s->data + s->off);
 			iov[niov++].iov_len = (size_t)payload;
+			/* The piece's last bytes: its trailer can go in the
+			 * same call (a partial send takes the CRC again). */
+			if (r->ring->integrity && payload == p->tx_payload_left) {
+				sr_put_u32le(p->tx_trailer, sr_crc32c(p->tx_crc,
+				    s->data + s->off, (size_t)payload));
+				iov[niov].iov_base = p->tx_trailer;
+				iov[niov++].iov_len = SR_TRAILER_LEN;
+			}
 		} else if (p->tx_payload_left == 0 && p->tx_trailer_left > 0) {
 			iov[niov].iov_base = p->tx_trailer +
 			    (SR_TRAILER_LEN - p->tx_trailer_left);
@@ -236,14 +244,23 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 			p->tx_trailer_left -= (size_t)n;
 			continue;
 		}
-		if (r->ring->integrity)
-			p->tx_crc = sr_crc32c(p->tx_crc, s->data + s->off,
-			    (size_t)n);
-		s->off += (uint64_t)n;
-		p->tx_payload_left -= (uint64_t)n;
-		if (r->ring->integrity && p->tx_payload_left == 0) {
+		{
+			uint64_t body = (uint64_t)n < payload ? (uint64_t)n :
+			    payload;
+
+			if (r->ring->integrity)
+				p->tx_crc = sr_crc32c(p->tx_crc,
+				    s->data + s->off, (size_t)body);
+			s->off += body;
+			p->tx_payload_left -= body;
+			n -= (ssize_t)body;
+		}
+		if (r->ring->integrity && p->tx_payload_left == 0 &&
+		    p->tx_trailer_left == 0 && payload > 0) {
+			/* The trailer is the CRC of everything sent; part
+			 * of it may have gone already. */
 			sr_put_u32le(p->tx_trailer, p->tx_crc);
-			p->tx_trailer_left = SR_TRAILER_LEN;
+			p->tx_trailer_left = SR_TRAILER_LEN - (size_t)n;
 		}
 	}
 	return moved;

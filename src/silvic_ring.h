@@ -17,6 +17,7 @@
 #ifndef SILVIC_RING_H
 #define SILVIC_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
