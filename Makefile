@@ -60,7 +60,7 @@ Q := @
 quiet = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
-.PHONY: all check unit deps demo install uninstall clean fuzz
+.PHONY: all check unit deps demo install uninstall clean fuzz valgrind
 all: $(LIB) $(BIN)
 
 $(B)/src/%.o: src/%.c
@@ -100,6 +100,17 @@ deps:
 unit: $(UNIT_BIN)
 	$(Q)scripts/run-tests --unit-only $(B)
 
+# The C tests of the pure modules under valgrind (the multi-rank ones fork
+# and time out on purpose; they run under the sanitizers instead).
+VALGRIND_TESTS := test_wire test_reduce test_schedule test_engine test_script test_jobs test_bench
+valgrind: $(UNIT_BIN)
+	$(Q)for t in $(VALGRIND_TESTS); do \
+	    [ -x $(B)/tests/$$t ] || continue; \
+	    echo "# valgrind $$t"; \
+	    valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+	        $(B)/tests/$$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
+	done; echo "valgrind: clean"
+
 demo: all
 	$(Q)scripts/demo $(B)/silvic-ring
 
@@ -115,6 +126,6 @@ uninstall:
 	    $(DESTDIR)$(PREFIX)/include/silvic_ring.h $(DESTDIR)$(PREFIX)/share/man/man1/silvic-ring.1
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d)
