@@ -618,6 +618,9 @@ form(struct setup *s, struct sr_ring **ring)
 		}
 		s->rdv.backend->done(&s->rdv);
 	}
+	if (strays > 0)
+		cli_status("rejected %lu stray connection(s) while forming the "
+		    "ring", strays);
 	cli_status("ring ready (world %lld)", (long long)s->world);
 	return 0;
 }
