@@ -1,0 +1,133 @@
+/*
+ * jobs.h - the rendezvous server's job table: jobs by name, each a world
+ * of ranks and the address that holds each rank.  Pure: no I/O, no
+ * clock (callers pass the time), no locking (the caller holds its own).
+ * The table enforces the server's limits and drops expired jobs.
+ */
+#ifndef SR_JOBS_H
+#define SR_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "silvic_ring.h"
+
+/* A job name: 1-128 bytes of [A-Za-z0-9._-]. */
+#define JOBS_NAME_MAX 128
+/* A registration body larger than this is refused (413). */
+#define JOBS_BODY_MAX 4096
+/* The longest progress text jobs_progress writes. */
+#define JOBS_PROGRESS_MAX 256
+
+struct jobs_limits {
+	uint64_t max_jobs;	/* jobs held at once */
+	uint64_t max_ranks;	/* the largest world a job may have */
+	int64_t ttl_ns;		/* a job expires this long after its last
+				 * registration */
+};
+
+/* One rank's registration: what a POST body says (-1 = not given). */
+struct jobs_registration {
+	char address[SR_ADDR_MAX];
+	int64_t world;
+	int64_t rank;
+};
+
+/* What jobs_register did; serve.c maps these to HTTP statuses. */
+enum jobs_result {
+	JOBS_OK,		/* 200: *rank holds this address's rank */
+	JOBS_BAD,		/* 400: out of range, world missing */
+	JOBS_CONFLICT,		/* 409: world differs, rank held, done */
+	JOBS_FULL,		/* 503: too many jobs */
+	JOBS_NOMEM		/* 503: out of memory */
+};
+
+struct jobs;
+struct job;
+
+/*
+ * A new table, or NULL on ENOMEM.  on_drop (may be NULL) is called with
+ * the name and aux pointer of every job the table drops (expired, or
+ * jobs_free), so the caller can free what it hangs on aux.
+ */
+struct jobs *jobs_new(const struct jobs_limits *limits,
+    void (*on_drop)(const char *name, void *aux, void *arg), void *arg);
+void jobs_free(struct jobs *t);
+
+/* Whether name is a valid job name. */
+bool jobs_name_valid(const char *name);
+
+/*
+ * Parses a registration body: key=value lines ("address=HOST:PORT",
+ * "world=N", optional "rank=R"; blank lines and a trailing newline are
+ * fine; CRLF too).  Unknown or repeated keys, a malformed address and
+ * numbers out of range are errors.  0, or -1 with why.
+ */
+int jobs_parse_registration(const char *body, size_t len,
+    struct jobs_registration *reg, char *why, size_t why_size);
+
+/*
+ * Registers reg->address in job name at time now, creating the job when
+ * it does not exist (reg->world is then required).  The rank is reg->rank,
+ * or the lowest free one; the same address registered again gets the same
+ * rank back.  On JOBS_OK *rank and *world are filled and *completed is
+ * true when this registration completed the job; otherwise why says what
+ * was wrong ("rank 2 is held by 127.0.0.1:5000").
+ */
+enum jobs_result jobs_register(struct jobs *t, const char *name,
+    const struct jobs_registration *reg, int64_t now, int64_t *rank,
+    int64_t *world, bool *completed, char *why, size_t why_size);
+
+/* The job called name, or NULL when there is none (or it expired). */
+struct job *jobs_find(struct jobs *t, const char *name, int64_t now);
+
+/* The complete list, one host:port a line in rank order, or NULL while
+ * the job is incomplete.  Owned by the job. */
+const char *job_list(const struct job *j, size_t *len);
+/*
+ * What a job is waiting for, e.g. "not yet: 3 of 4 ranks; missing 2" (up
+ * to 16 missing ranks, then "..."); j NULL gives "not yet: 0 of ? ranks".
+ */
+void job_progress(const struct job *j, char *buf, size_t size);
+/* The caller's pointer for this job (NULL at first). */
+void **job_aux(struct job *j);
+uint64_t job_world(const struct job *j);
+uint64_t job_present(const struct job *j);
+
+/*
+ * Requests waiting for a job to complete (long polls).  The caller
+ * embeds a jobs_waiter in each; the table only keeps the list, so that
+ * who is woken when is decided here, purely.
+ */
+struct jobs_waiter {
+	struct jobs_waiter *prev, *next;
+	char job[JOBS_NAME_MAX + 1];
+	int64_t deadline;
+	bool waiting;		/* on the list */
+};
+
+/* Puts w on the list: it waits for job name until deadline. */
+void jobs_wait(struct jobs *t, struct jobs_waiter *w, const char *name,
+    int64_t deadline);
+/* Takes w off the list, if it is on it. */
+void jobs_unwait(struct jobs *t, struct jobs_waiter *w);
+/*
+ * Takes off the list, and hands to fn, every waiter of job name (NULL:
+ * of any job) whose deadline is at or before now (now 0: whatever the
+ * deadline); returns how many.  fn may not touch the list.
+ */
+size_t jobs_take_waiters(struct jobs *t, const char *name, int64_t now,
+    void (*fn)(struct jobs_waiter *w, void *arg), void *arg);
+size_t jobs_waiting(const struct jobs *t);
+
+/* text for a message, NUL-terminated: printable ASCII, the rest '?',
+ * cut with "..." to fit size.  Returns out. */
+const char *jobs_printable(const char *text, char *out, size_t size);
+
+/* Drops jobs whose ttl has passed; returns how many. */
+size_t jobs_sweep(struct jobs *t, int64_t now);
+/* How many jobs the table holds. */
+size_t jobs_count(const struct jobs *t);
+
+#endif

@@ -1,0 +1,860 @@
+/*
+ * serve.c - `silvic-ring serve`: the HTTP rendezvous server.  Ranks post
+ * their address to a job and long-poll for the job's complete list.  The
+ * HTTP is libmicrohttpd's; the job table is jobs.c; this file maps one to
+ * the other, holds waiting requests, and owns the process.
+ *
+ * The protocol (the man page says the same):
+ *
+ *   POST /jobs/NAME    body: key=value lines, "address=HOST:PORT",
+ *                      "world=N" (required for a new job), "rank=R"
+ *                      (optional).  200 "rank=R\nworld=N\n": the rank
+ *                      this address holds, R when given, else the lowest
+ *                      free one; the same address again gets the same
+ *                      rank.  400 malformed body, bad address, rank out
+ *                      of range, world missing for a new job or above
+ *                      --max-ranks; 409 "world size 4 differs from the
+ *                      job's 3", "rank 2 is held by 127.0.0.1:5000",
+ *                      "127.0.0.1:5000 already holds rank 1", "job NAME
+ *                      is complete"; 413 body over 4 KiB; 503 too many
+ *                      jobs (--max-jobs) or out of memory.
+ *   GET /jobs/NAME[?wait=SECONDS]
+ *                      200 once the job is complete: a comment line
+ *                      "# silvic-ring job NAME, world N", then each
+ *                      rank's address in rank order, one host:port a
+ *                      line (a --peers list).  Before that 202 "not yet:
+ *                      3 of 4 ranks; missing 2\n" (up to 16 missing
+ *                      ranks, then "..."), also for a job nobody
+ *                      registered yet ("not yet: 0 of ? ranks"); GET
+ *                      creates nothing.  With wait=S (0-60, decimals
+ *                      allowed, more is 60) the answer waits until the
+ *                      job completes or S seconds pass.  HEAD as GET.
+ *   NAME is 1-128 of [A-Za-z0-9._-], else 400.  Other paths 404; other
+ *   methods on /jobs/NAME 405.  With --token-file every request needs
+ *   "Authorization: Bearer SECRET", else 401.  A GET waiting when the
+ *   server stops gets 503 "the server is stopping".  Bodies are
+ *   text/plain and end with a newline.
+ *
+ * A job expires --job-ttl seconds after its last registration.  Waiting
+ * requests are suspended (they hold no thread), resumed all at once when
+ * their job completes, or one by one at their deadline by the main
+ * thread's tick, which also sweeps expired jobs.  One mutex guards the
+ * job table and the list of waiters; a request is suspended and resumed
+ * only under it, so it is never resumed before it was suspended.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "usage.h"
+
+#ifdef SR_HAVE_HTTP
+#include <microhttpd.h>
+
+#include "jobs.h"
+#endif
+
+enum {
+	OPT_LISTEN = OPT_COMMAND_BASE,
+	OPT_TOKEN_FILE,
+	OPT_MAX_JOBS,
+	OPT_MAX_RANKS,
+	OPT_JOB_TTL,
+	OPT_MAX_CONNECTIONS
+};
+
+const char usage_serve[] =
+"usage: silvic-ring serve [--listen HOST:PORT] [--token-file FILE] [OPTIONS]\n"
+"\n"
+"An HTTP rendezvous server: ranks started with --peers\n"
+"http://HOST:PORT/jobs/NAME post their address and receive the job's\n"
+"complete address list.  The first line on stdout is the URL served.\n"
+"SIGINT or SIGTERM stop it (exit status 0).\n"
+"\n"
+"      --listen HOST:PORT   listen there (default 127.0.0.1:0, a free port;\n"
+"                           IPv6 as [::1]:0)\n"
+"      --token-file FILE    require \"Authorization: Bearer SECRET\", SECRET\n"
+"                           being FILE's text (ranks read it from the file\n"
+"                           named by $SILVIC_RING_HTTP_TOKEN_FILE)\n"
+"      --max-jobs N         jobs held at once (default 1024)\n"
+"      --max-ranks N        the largest world of a job (default 65536)\n"
+"      --job-ttl SECONDS    drop a job this long after its last\n"
+"                           registration (default 3600)\n"
+"      --max-connections N  open connections at once (default 4096)\n"
+"  -v, --verbose            status lines on stderr (-vv: each registration)\n"
+"  -h, --help               this text\n";
+
+/* Bearer secrets are short; a bigger file is not one. */
+#define SECRET_MAX 4096
+
+struct serve_options {
+	const char *listen;
+	char host[256], port[8];	/* --listen split */
+	const char *token_file;
+	uint64_t max_jobs, max_ranks, max_connections;
+	double ttl;
+};
+
+/* HOST:PORT or [V6]:PORT into o->host and o->port. */
+static int
+split_listen(struct serve_options *o)
+{
+	const char *spec = o->listen, *colon = strrchr(spec, ':');
+	size_t hl = colon != NULL ? (size_t)(colon - spec) : 0;
+	uint64_t port;
+
+	if (colon == NULL || hl == 0 || hl >= sizeof(o->host) ||
+	    (spec[0] == '[') != (spec[hl - 1] == ']') ||
+	    (spec[0] == '[' && hl < 3))
+		return cli_usage_error("serve: --listen '%s' is not HOST:PORT",
+		    spec);
+	if (cli_parse_uint(colon + 1, 0, 65535, &port) != 0)
+		return cli_usage_error("serve: --listen '%s': '%s' is not a "
+		    "port (0-65535)", spec, colon + 1);
+	if (spec[0] == '[')
+		snprintf(o->host, sizeof(o->host), "%.*s", (int)hl - 2,
+		    spec + 1);
+	else
+		snprintf(o->host, sizeof(o->host), "%.*s", (int)hl, spec);
+	snprintf(o->port, sizeof(o->port), "%u", (unsigned)port);
+	return 0;
+}
+
+static int
+parse_options(int argc, char **argv, struct serve_options *o)
+{
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
+		{ "max-ranks", required_argument, NULL, OPT_MAX_RANKS },
+		{ "job-ttl", required_argument, NULL, OPT_JOB_TTL },
+		{ "max-connections", required_argument, NULL,
+		    OPT_MAX_CONNECTIONS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	o->listen = "127.0.0.1:0";
+	o->token_file = NULL;
+	o->max_jobs = 1024;
+	o->max_ranks = 65536;
+	o->max_connections = 4096;
+	o->ttl = 3600;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage_serve, stdout);
+			return -1;
+		case 'v':
+			cli_verbosity++;
+			break;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			o->token_file = optarg;
+			break;
+		case OPT_MAX_JOBS:
+			if (cli_parse_uint(optarg, 1, 1000000, &o->max_jobs))
+				return cli_usage_error("serve: --max-jobs "
+				    "'%s' is not a number from 1 to 1000000",
+				    optarg);
+			break;
+		case OPT_MAX_RANKS:
+			if (cli_parse_uint(optarg, 1, 65536, &o->max_ranks))
+				return cli_usage_error("serve: --max-ranks "
+				    "'%s' is not a number from 1 to 65536",
+				    optarg);
+			break;
+		case OPT_JOB_TTL:
+			if (cli_parse_seconds(optarg, &o->ttl) != 0)
+				return cli_usage_error("serve: --job-ttl '%s' "
+				    "is not a positive number of seconds",
+				    optarg);
+			break;
+		case OPT_MAX_CONNECTIONS:
+			if (cli_parse_uint(optarg, 1, 1000000,
+				&o->max_connections) != 0)
+				return cli_usage_error("serve: "
+				    "--max-connections '%s' is not a number "
+				    "from 1 to 1000000", optarg);
+			break;
+		case ':':
+			return cli_usage_error("serve: %s needs a value",
+			    argv[optind - 1]);
+		default:
+			return cli_usage_error("serve: unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("serve: unexpected argument '%s'",
+		    argv[optind]);
+	return split_listen(o);
+}
+
+#ifndef SR_HAVE_HTTP
+
+int
+cmd_serve(int argc, char **argv)
+{
+	struct serve_options o;
+	int rc = parse_options(argc, argv, &o);
+
+	if (rc != 0)
+		return rc < 0 ? EXIT_OK : rc;
+	cli_error("serve: HTTP rendezvous is not built in: install "
+	    "libcurl4-openssl-dev and libmicrohttpd-dev, then rebuild");
+	return EXIT_USAGE;
+}
+
+#else
+
+#if MHD_VERSION < 0x00097002
+typedef int mhd_result;
+#else
+typedef enum MHD_Result mhd_result;
+#endif
+
+/* How often the main thread resumes overdue waiters (ms), and how often
+ * it sweeps expired jobs (ticks). */
+#define TICK_MS 20
+#define SWEEP_TICKS 50
+#define WAIT_MAX_S 60.0
+/* Idle keep-alive connections close after this (s); waiting ones are
+ * suspended and never idle. */
+#define IDLE_TIMEOUT_S 90
+/* A chunked body over JOBS_BODY_MAX is read and dropped up to this,
+ * then the connection is closed. */
+#define DISCARD_MAX (1u << 20)
+
+struct request {
+	struct jobs_waiter w;	/* first: a waiter is its request */
+	struct MHD_Connection *conn;
+	bool post;
+	bool resumed;		/* answer now, whatever the state */
+	bool at_stop;		/* resumed by stop(): answer 503, and
+				 * stop() waits until it is sent */
+	char *body;		/* POST: JOBS_BODY_MAX bytes */
+	size_t len;
+	double wait;		/* GET: ?wait= seconds */
+};
+
+struct server {
+	pthread_mutex_t lock;
+	pthread_cond_t drained;
+	struct jobs *jobs;
+	size_t resuming;	/* resumed at stop, not completed yet */
+	bool stopping;
+	char *bearer;		/* "Bearer SECRET", or NULL */
+	size_t bearer_len;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	cli_debug("libmicrohttpd: %s", line);
+}
+
+/* The client's address for log lines. */
+static void
+peer_name(struct MHD_Connection *c, char *buf, size_t size)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	if (info == NULL || getnameinfo(info->client_addr,
+	    sizeof(struct sockaddr_in6), buf, (socklen_t)size, NULL, 0,
+	    NI_NUMERICHOST) != 0)
+		snprintf(buf, size, "?");
+}
+
+static mhd_result
+reply(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
+    CLI_PRINTF(3, 4);
+
+/* Queues a text answer (a newline is added). */
+static mhd_result
+reply(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
+{
+	struct MHD_Response *r;
+	char text[JOBS_BODY_MAX];
+	mhd_result rc;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n > sizeof(text) - 2)
+		n = (int)sizeof(text) - 2;
+	text[n++] = '\n';
+	text[n] = '\0';
+	if (status >= 400 && status != 401 && cli_verbosity >= 1) {
+		char from[INET6_ADDRSTRLEN];
+
+		peer_name(c, from, sizeof(from));
+		text[n - 1] = '\0';
+		cli_status("answered %s with %u: %s", from, status, text);
+		text[n - 1] = '\n';
+	}
+	r = MHD_create_response_from_buffer((size_t)n, text,
+	    MHD_RESPMEM_MUST_COPY);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		    "Bearer realm=\"silvic-ring\"");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+		    "GET, HEAD, POST");
+	rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* Compares the Authorization header with the secret in constant time. */
+static bool
+authorized(const struct server *s, struct MHD_Connection *c)
+{
+	const char *given = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned char diff;
+	size_t n;
+
+	if (s->bearer == NULL)
+		return true;
+	if (given == NULL)
+		return false;
+	n = strlen(given);
+	diff = n != s->bearer_len;
+	for (size_t i = 0; i < s->bearer_len; i++)
+		diff |= (unsigned char)(i < n ? given[i] : 0) ^
+		    (unsigned char)s->bearer[i];
+	return diff == 0;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+/* Resumes a waiter taken off the list (under s->lock). */
+static void
+resume(struct jobs_waiter *w, void *arg)
+{
+	struct request *rq = (struct request *)w;
+	struct server *s = arg;
+
+	rq->resumed = true;
+	if (s->stopping) {
+		rq->at_stop = true;
+		s->resuming++;
+	}
+	MHD_resume_connection(rq->conn);
+}
+
+static void
+on_job_drop(const char *name, void *aux, void *arg)
+{
+	if (aux != NULL)
+		MHD_destroy_response(aux);
+	cli_debug("job %s: dropped", name);
+}
+
+/* -------------------------------------------------------------- answers */
+
+/* GET and HEAD: the list, a suspension, or the progress. */
+static mhd_result
+answer_get(struct server *s, struct request *rq)
+{
+	char progress[JOBS_PROGRESS_MAX];
+	struct MHD_Response **cached;
+	struct job *j;
+	const char *list;
+	size_t len;
+	mhd_result rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (rq->at_stop) {
+		pthread_mutex_unlock(&s->lock);
+		return reply(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the "
+		    "server is stopping");
+	}
+	j = jobs_find(s->jobs, rq->w.job, cli_now_ns());
+	if (j != NULL && (list = job_list(j, &len)) != NULL) {
+		/* One response per job, shared by every GET (MHD counts
+		 * its references): the list is copied once, not per rank. */
+		cached = (struct MHD_Response **)job_aux(j);
+		if (*cached == NULL &&
+		    (*cached = MHD_create_response_from_buffer(len,
+		    (void *)list, MHD_RESPMEM_MUST_COPY)) != NULL) {
+			MHD_add_response_header(*cached,
+			    MHD_HTTP_HEADER_CONTENT_TYPE,
+			    "text/plain; charset=utf-8");
+			MHD_add_response_header(*cached,
+			    MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+		}
+		rc = *cached != NULL ? MHD_queue_response(rq->conn, MHD_HTTP_OK,
+		    *cached) : MHD_NO;
+		pthread_mutex_unlock(&s->lock);
+		return rc;
+	}
+	if (!rq->resumed && rq->wait > 0 && !s->stopping) {
+		jobs_wait(s->jobs, &rq->w, rq->w.job, cli_now_ns() +
+		    (int64_t)(rq->wait * 1e9));
+		MHD_suspend_connection(rq->conn);
+		cli_debug("job %s: a request waits up to %gs", rq->w.job,
+		    rq->wait);
+		pthread_mutex_unlock(&s->lock);
+		return MHD_YES;
+	}
+	job_progress(j, progress, sizeof(progress));
+	pthread_mutex_unlock(&s->lock);
+	return reply(rq->conn, MHD_HTTP_ACCEPTED, "%s", progress);
+}
+
+static mhd_result
+answer_post(struct server *s, struct request *rq)
+{
+	static const unsigned int status[] = {
+		[JOBS_OK] = MHD_HTTP_OK,
+		[JOBS_BAD] = MHD_HTTP_BAD_REQUEST,
+		[JOBS_CONFLICT] = MHD_HTTP_CONFLICT,
+		[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
+		[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
+	};
+	struct jobs_registration reg;
+	enum jobs_result res;
+	char why[SR_MESSAGE_MAX];
+	int64_t rank, world;
+	bool completed;
+
+	if (rq->len > JOBS_BODY_MAX)
+		return reply(rq->conn, 413, "the body is larger than %d bytes",
+		    JOBS_BODY_MAX);
+	if (jobs_parse_registration(rq->body, rq->len, &reg, why,
+		sizeof(why)) != 0)
+		return reply(rq->conn, MHD_HTTP_BAD_REQUEST, "%s", why);
+	pthread_mutex_lock(&s->lock);
+	res = jobs_register(s->jobs, rq->w.job, &reg, cli_now_ns(), &rank,
+	    &world, &completed, why, sizeof(why));
+	if (completed)
+		jobs_take_waiters(s->jobs, rq->w.job, 0, resume, s);
+	pthread_mutex_unlock(&s->lock);
+	if (res != JOBS_OK)
+		return reply(rq->conn, status[res], "%s", why);
+	cli_debug("job %s: rank %lld is %s", rq->w.job, (long long)rank,
+	    reg.address);
+	if (completed)
+		cli_status("job %s: complete with %lld ranks", rq->w.job,
+		    (long long)world);
+	return reply(rq->conn, MHD_HTTP_OK, "rank=%lld\nworld=%lld",
+	    (long long)rank, (long long)world);
+}
+
+/* ------------------------------------------------------------ requests */
+
+/* The first call, with the headers: checks everything that needs no
+ * body and answers what it can. */
+static mhd_result
+start_request(struct server *s, struct MHD_Connection *c, const char *url,
+    const char *method, struct request **out)
+{
+	const char *length, *wait_text, *name;
+	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	struct request *rq;
+	uint64_t content_length = 0;
+	double wait = 0;
+	char *end, shown[44];
+
+	if (!authorized(s, c))
+		return reply(c, MHD_HTTP_UNAUTHORIZED, "authentication "
+		    "required: send \"Authorization: Bearer\" with the "
+		    "server's secret");
+	if (strncmp(url, "/jobs/", 6) != 0)
+		return reply(c, MHD_HTTP_NOT_FOUND, "no such path; jobs are at "
+		    "/jobs/NAME");
+	name = url + 6;
+	if (!get && strcmp(method, "POST") != 0)
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not "
+		    "allowed on /jobs/NAME (GET, HEAD, POST)", method);
+	if (!jobs_name_valid(name))
+		return reply(c, MHD_HTTP_BAD_REQUEST, "job name '%s' is not 1 "
+		    "to %d of A-Z a-z 0-9 . _ -", jobs_printable(name, shown,
+		    sizeof(shown)), JOBS_NAME_MAX);
+	length = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (length != NULL)
+		content_length = strtoull(length, NULL, 10);
+	if (get && (content_length > 0 || MHD_lookup_connection_value(c,
+	    MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL))
+		return reply(c, MHD_HTTP_BAD_REQUEST, "a GET has no body");
+	if (!get && content_length > JOBS_BODY_MAX)
+		return reply(c, 413, "the body is larger than %d bytes",
+		    JOBS_BODY_MAX);
+	wait_text = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+	    "wait");
+	if (get && wait_text != NULL) {
+		errno = 0;
+		wait = strtod(wait_text, &end);
+		if (errno != 0 || end == wait_text || *end != '\0' ||
+		    !(wait >= 0))
+			return reply(c, MHD_HTTP_BAD_REQUEST, "wait '%s' is "
+			    "not a number of seconds", jobs_printable(wait_text,
+			    shown, sizeof(shown)));
+		if (wait > WAIT_MAX_S)
+			wait = WAIT_MAX_S;
+	}
+	if ((rq = calloc(1, sizeof(*rq))) == NULL ||
+	    (!get && (rq->body = malloc(JOBS_BODY_MAX)) == NULL)) {
+		free(rq);
+		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+	}
+	rq->conn = c;
+	rq->post = !get;
+	rq->wait = wait;
+	snprintf(rq->w.job, sizeof(rq->w.job), "%s", name);
+	*out = rq;
+	/* Answering in this first call would make MHD close the
+	 * connection (an early answer); the next call answers. */
+	return MHD_YES;
+}
+
+static mhd_result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upload_size, void **req_cls)
+{
+	struct server *s = cls;
+	struct request *rq = *req_cls;
+
+	if (rq == NULL)
+		return start_request(s, c, url, method,
+		    (struct request **)req_cls);
+	if (!rq->post)
+		return answer_get(s, rq);
+	if (*upload_size > 0) {
+		/* MHD cannot answer in the middle of a body: a chunked
+		 * body too large is read to its end (then 413), or cut
+		 * when it goes on and on. */
+		if (rq->len + *upload_size <= JOBS_BODY_MAX)
+			memcpy(rq->body + rq->len, upload, *upload_size);
+		rq->len += *upload_size;
+		*upload_size = 0;
+		return rq->len <= DISCARD_MAX ? MHD_YES : MHD_NO;
+	}
+	return answer_post(s, rq);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+    enum MHD_RequestTerminationCode why)
+{
+	struct server *s = cls;
+	struct request *rq = *req_cls;
+
+	if (rq == NULL)
+		return;
+	/* A request is never completed while suspended, so only those
+	 * that stop() resumed need the lock: it waits for their 503. */
+	if (rq->at_stop) {
+		pthread_mutex_lock(&s->lock);
+		if (--s->resuming == 0)
+			pthread_cond_signal(&s->drained);
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(rq->body);
+	free(rq);
+	*req_cls = NULL;
+}
+
+/* -------------------------------------------------------------- startup */
+
+/* Reads the secret: FILE's text without trailing whitespace. */
+static int
+read_secret(struct server *s, const char *path)
+{
+	char buf[SECRET_MAX + 1];
+	FILE *f = fopen(path, "re");
+	struct stat st;
+	size_t n;
+
+	if (f == NULL || fstat(fileno(f), &st) != 0 ||
+	    ((n = fread(buf, 1, sizeof(buf), f)) == 0 && ferror(f))) {
+		int e = errno;
+
+		if (f != NULL)
+			fclose(f);
+		return cli_usage_error("serve: --token-file '%s': %s", path,
+		    strerror(e));
+	}
+	fclose(f);
+	if (st.st_mode & (S_IRWXG | S_IRWXO))
+		cli_warn("--token-file '%s' is readable by group or others; "
+		    "chmod 600 it", path);
+	if (n > SECRET_MAX)
+		return cli_usage_error("serve: --token-file '%s' is larger "
+		    "than %d bytes", path, SECRET_MAX);
+	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) != NULL)
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			return cli_usage_error("serve: --token-file '%s': the "
+			    "secret holds a control character", path);
+	if (n == 0)
+		return cli_usage_error("serve: --token-file '%s' is empty",
+		    path);
+	if ((s->bearer = malloc(n + 8)) == NULL)
+		return EXIT_INTERNAL;
+	memcpy(s->bearer, "Bearer ", 7);
+	memcpy(s->bearer + 7, buf, n);
+	s->bearer[n + 7] = '\0';
+	s->bearer_len = n + 7;
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
+}
+
+/* Binds and listens on --listen; the socket, or -1 after a message with
+ * *status set. */
+static int
+listen_on(const struct serve_options *o, char *url, size_t url_size,
+    int *status)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN + 8], port[8];
+	int fd = -1, one = 1, rc, saved = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(o->host, o->port, &hints, &res)) != 0) {
+		*status = cli_usage_error("serve: --listen '%s': %s", o->listen,
+		    gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, 4096) == 0)
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		cli_error("serve: cannot listen on %s: %s", o->listen,
+		    strerror(saved));
+		*status = EXIT_FORMATION;
+		return -1;
+	}
+	getsockname(fd, (struct sockaddr *)&ss, &sslen);
+	getnameinfo((struct sockaddr *)&ss, sslen, ip, sizeof(ip), port,
+	    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(url, url_size, strchr(ip, ':') != NULL ? "http://[%s]:%s/" :
+	    "http://%s:%s/", ip, port);
+	return fd;
+}
+
+/* Raises the open file limit to fit the connections, or warns. */
+static void
+fit_file_limit(uint64_t connections)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)connections + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ?
+	    want : rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < want)
+		cli_warn("--max-connections %llu exceeds the open file limit "
+		    "(%llu); raise it with ulimit -n",
+		    (unsigned long long)connections,
+		    (unsigned long long)rl.rlim_cur);
+}
+
+static struct MHD_Daemon *
+start_daemon(struct server *s, int fd, const struct serve_options *o)
+{
+	/*
+	 * poll, not epoll: libmicrohttpd 0.9.75's epoll mode loses read
+	 * events under load (scripts/http-load with 256 connections hung
+	 * in about one run of three until the idle timeout, with requests
+	 * unread in the sockets); poll never did.
+	 */
+	unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD |
+	    MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	/* A thread per CPU (up to 4): sending a 10,000-rank list to
+	 * every rank is most of the work. */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int threads = cpus > 4 ? 4 : cpus > 1 ? (unsigned int)cpus : 1;
+	struct MHD_Daemon *d;
+	sigset_t block, saved;
+
+	/* The daemon's threads inherit this mask: signals go to the main
+	 * thread, whose poll they interrupt. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &saved);
+	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+	    MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return d;
+}
+
+/* ---------------------------------------------------------- the loop */
+
+static void
+run_until_signal(struct server *s)
+{
+	unsigned long ticks = 0;
+	size_t dropped;
+
+	while (!cli_interrupted) {
+		poll(NULL, 0, TICK_MS);
+		pthread_mutex_lock(&s->lock);
+		jobs_take_waiters(s->jobs, NULL, cli_now_ns(), resume, s);
+		dropped = ++ticks % SWEEP_TICKS == 0 ?
+		    jobs_sweep(s->jobs, cli_now_ns()) : 0;
+		pthread_mutex_unlock(&s->lock);
+		if (dropped > 0)
+			cli_status("%zu job(s) expired", dropped);
+	}
+}
+
+/* Answers every waiter (503), then stops the daemon: MHD must not be
+ * stopped with suspended connections. */
+static void
+stop(struct server *s, struct MHD_Daemon *d)
+{
+	struct timespec until;
+	MHD_socket fd = MHD_quiesce_daemon(d);
+
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 2;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	jobs_take_waiters(s->jobs, NULL, 0, resume, s);
+	while (s->resuming > 0 && pthread_cond_timedwait(&s->drained, &s->lock,
+	    &until) == 0)
+		continue;
+	pthread_mutex_unlock(&s->lock);
+	MHD_stop_daemon(d);
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	struct serve_options o;
+	struct server s;
+	struct jobs_limits limits;
+	struct MHD_Daemon *d;
+	pthread_condattr_t ca;
+	char url[INET6_ADDRSTRLEN + 32];
+	int rc, fd;
+
+	if ((rc = parse_options(argc, argv, &o)) != 0)
+		return rc < 0 ? EXIT_OK : rc;
+	memset(&s, 0, sizeof(s));
+	if (o.token_file != NULL && (rc = read_secret(&s, o.token_file)) != 0)
+		return rc;
+	limits.max_jobs = o.max_jobs;
+	limits.max_ranks = o.max_ranks;
+	limits.ttl_ns = (int64_t)(o.ttl * 1e9);
+	if ((s.jobs = jobs_new(&limits, on_job_drop, &s)) == NULL) {
+		free(s.bearer);
+		cli_error("serve: out of memory");
+		return EXIT_INTERNAL;
+	}
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s.drained, &ca);
+	pthread_condattr_destroy(&ca);
+	cli_signals_install();
+	if ((fd = listen_on(&o, url, sizeof(url), &rc)) < 0)
+		goto out;
+	fit_file_limit(o.max_connections);
+	if ((d = start_daemon(&s, fd, &o)) == NULL) {
+		close(fd);
+		cli_error("serve: libmicrohttpd could not start on %s",
+		    o.listen);
+		rc = EXIT_INTERNAL;
+		goto out;
+	}
+	printf("%s\n", url);
+	if (fflush(stdout) != 0) {
+		cli_error("serve: writing the URL: %s", strerror(errno));
+		stop(&s, d);
+		rc = EXIT_INTERNAL;
+		goto out;
+	}
+	cli_status("serving %s: at most %llu jobs of up to %llu ranks and %llu "
+	    "connections; jobs expire %gs after their last registration%s",
+	    url, (unsigned long long)o.max_jobs,
+	    (unsigned long long)o.max_ranks,
+	    (unsigned long long)o.max_connections, o.ttl,
+	    s.bearer != NULL ? "; bearer token required" : "");
+	run_until_signal(&s);
+	cli_status("stopping (%s)", cli_interrupted == SIGINT ? "SIGINT" :
+	    "SIGTERM");
+	stop(&s, d);
+	rc = EXIT_OK;
+out:
+	jobs_free(s.jobs);
+	pthread_cond_destroy(&s.drained);
+	pthread_mutex_destroy(&s.lock);
+	if (s.bearer != NULL)
+		explicit_bzero(s.bearer, s.bearer_len);
+	free(s.bearer);
+	return rc;
+}
+
+#endif
