@@ -101,6 +101,14 @@ discover_key_file(void)
 }
 
 const char *
+discover_http_token_file(void)
+{
+	const char *v = getenv("SILVIC_RING_HTTP_TOKEN_FILE");
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+const char *
 discover_token(void)
 {
 	const char *v = getenv("SILVIC_RING_TOKEN");

@@ -22,6 +22,8 @@ int discover_rank(struct discovered *d, char *why, size_t why_size);
 const char *discover_peers(const char **origin);
 /* SILVIC_RING_KEY_FILE, or NULL. */
 const char *discover_key_file(void);
+/* SILVIC_RING_HTTP_TOKEN_FILE, or NULL. */
+const char *discover_http_token_file(void);
 /* SILVIC_RING_TOKEN, or NULL. */
 const char *discover_token(void);
 /* A key naming this job (Slurm, Open MPI, PMIx ids, SILVIC_RING_JOB). */

@@ -80,7 +80,8 @@ check_address(const char *a, char *why, size_t why_size)
 	return 0;
 }
 
-/* Adds address, rejecting malformed ones, duplicates and too many. */
+/* Adds address, rejecting malformed ones and too many (duplicates are
+ * found once the list is whole: find_duplicate). */
 static int
 add_checked(struct peer_list *out, const char *address, const char *where,
     char *why, size_t why_size)
@@ -91,14 +92,6 @@ add_checked(struct peer_list *out, const char *address, const char *where,
 		snprintf(why, why_size, "%s: %s", where, what);
 		return -1;
 	}
-	for (uint64_t i = 0; i < out->n; i++)
-		if (strcmp(out->addr[i], address) == 0) {
-			snprintf(why, why_size,
-			    "%s: '%s' is listed twice (ranks %llu and %llu)",
-			    where, address, (unsigned long long)i,
-			    (unsigned long long)out->n);
-			return -1;
-		}
 	if (out->n >= LIST_MAX_RANKS) {
 		snprintf(why, why_size, "%s: more than %d addresses", where,
 		    LIST_MAX_RANKS);
@@ -289,6 +282,76 @@ tail:
 	return 0;
 }
 
+static int
+by_address(const void *a, const void *b)
+{
+	const char *const *x = a, *const *y = b;
+	int c = strcmp(*x, *y);
+
+	/* Equal addresses in list order, so the first pair is reported. */
+	return c != 0 ? c : (*x < *y ? -1 : *x > *y);
+}
+
+/*
+ * Sorts pointers to the entries (n log n: lists may hold 65536) and
+ * reports the first repeated address with both ranks.
+ */
+static int
+find_duplicate(const struct peer_list *list, const char *name, char *why,
+    size_t why_size)
+{
+	char **sorted;
+	uint64_t first = UINT64_MAX, second = 0;
+
+	if (list->n < 2)
+		return 0;
+	if ((sorted = malloc(list->n * sizeof(char *))) == NULL) {
+		snprintf(why, why_size, "%s: out of memory", name);
+		return -1;
+	}
+	memcpy(sorted, list->addr, list->n * sizeof(char *));
+	qsort(sorted, list->n, sizeof(char *), by_address);
+	for (uint64_t i = 1; i < list->n; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+			uint64_t a = UINT64_MAX, b = 0;
+
+			for (uint64_t k = 0; k < list->n; k++)
+				if (list->addr[k] == sorted[i - 1])
+					a = k;
+				else if (list->addr[k] == sorted[i])
+					b = k;
+			if (a > b) {
+				uint64_t t = a;
+
+				a = b;
+				b = t;
+			}
+			if (b < second || first == UINT64_MAX) {
+				first = a;
+				second = b;
+			}
+		}
+	free(sorted);
+	if (first == UINT64_MAX)
+		return 0;
+	snprintf(why, why_size, "%s: '%s' is listed twice (ranks %llu and %llu)",
+	    name, list->addr[first], (unsigned long long)first,
+	    (unsigned long long)second);
+	return -1;
+}
+
+/* An MLX hostfile is a JSON list: '[' then a list, a string or ']'; a
+ * plain list may start "[::1]:port". */
+static bool
+looks_like_json(const char *text, size_t len, size_t i)
+{
+	if (i >= len || text[i] != '[')
+		return false;
+	for (i++; i < len && strchr(" \t\r\n", text[i]) != NULL && text[i]; i++)
+		;
+	return i < len && (text[i] == '[' || text[i] == '"' || text[i] == ']');
+}
+
 int
 list_parse(const char *text, size_t len, const char *name,
     struct peer_list *out, char *why, size_t why_size)
@@ -298,8 +361,9 @@ list_parse(const char *text, size_t len, const char *name,
 	memset(out, 0, sizeof(*out));
 	while (i < len && strchr(" \t\r\n", text[i]) != NULL && text[i])
 		i++;
-	if ((i < len && text[i] == '[' ? parse_mlx : parse_plain)(text, len,
-		name, out, why, why_size) != 0) {
+	if ((looks_like_json(text, len, i) ? parse_mlx : parse_plain)(text, len,
+		name, out, why, why_size) != 0 ||
+	    find_duplicate(out, name, why, why_size) != 0) {
 		peer_list_free(out);
 		return -1;
 	}
@@ -328,5 +392,9 @@ list_parse_words(const char *text, const char *name, struct peer_list *out,
 		}
 	}
 	free(copy);
+	if (find_duplicate(out, name, why, why_size) != 0) {
+		peer_list_free(out);
+		return -1;
+	}
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "discover.h"
 #include "rendezvous.h"
 
 #ifndef SR_HAVE_HTTP
@@ -268,16 +269,18 @@ headers_add(struct http *h, const char *line)
 static int
 bearer(struct rendezvous *r, struct http *h, struct sr_error *err)
 {
-	const char *path = getenv("SILVIC_RING_HTTP_TOKEN_FILE");
+	const char *path = discover_http_token_file();
 	char secret[SECRET_MAX + 1], line[SECRET_MAX + 32];
 	int rc;
 
-	if (r->bearer != NULL)
-		snprintf(secret, sizeof(secret), "%s", r->bearer);
-	else if (path != NULL && path[0] != '\0') {
+	/* An HTTP token of its own first, else the one derived from the
+	 * ring's key. */
+	if (path != NULL) {
 		if (read_secret(path, secret, sizeof(secret), err) != 0)
 			return config_error(err);
-	} else
+	} else if (r->bearer != NULL)
+		snprintf(secret, sizeof(secret), "%s", r->bearer);
+	else
 		return 0;
 	snprintf(line, sizeof(line), "Authorization: Bearer %s", secret);
 	rc = headers_add(h, line);
@@ -307,7 +310,7 @@ state(struct rendezvous *r, struct sr_error *err)
 	}
 	r->state = h;
 	h->world = -1;
-	h->once = r->timeout <= 0;
+	h->once = r->dry_run || r->timeout <= 0;
 	h->deadline = cli_now_ns() + (int64_t)(r->timeout * 1e9);
 	url_shown(r->source, h->shown, sizeof(h->shown));
 	if (headers_add(h, "Expect:") != 0 ||
@@ -423,9 +426,9 @@ refused(struct http *h, const char *what, long status, const struct body *b,
 	if (status == 401 || status == 403)
 		return rdv_error(err, SR_EAUTH, "%s %s: %ld: %s%s", what,
 		    h->shown, status, text,
-		    getenv("SILVIC_RING_HTTP_TOKEN_FILE") == NULL ?
-		    " (set SILVIC_RING_HTTP_TOKEN_FILE to the server's token "
-		    "file)" : "");
+		    discover_http_token_file() == NULL ?
+		    " (pass the server's --token-file as --key-file, or set "
+		    "SILVIC_RING_HTTP_TOKEN_FILE to it)" : "");
 	return rdv_error(err, SR_ECONFIG, "%s %s: %ld: %s", what, h->shown,
 	    status, text[0] ? text : "(no text)");
 }

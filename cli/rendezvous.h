@@ -74,6 +74,7 @@ struct rendezvous {
 	const char *job;	/* the job key for dir:, or NULL */
 	const char *bearer;	/* HTTP bearer token, or NULL */
 	const char *world_source;	/* who said the world size, or NULL */
+	bool dry_run;		/* look once; publish nothing */
 	void *state;
 };
 

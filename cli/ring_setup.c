@@ -157,6 +157,7 @@ struct setup {
 	struct sr_error err;
 	uint8_t key[KEY_MAX];
 	size_t key_len;
+	char bearer[65];	/* the key's HTTP token */
 };
 
 static int
@@ -367,10 +368,15 @@ publish(struct setup *s)
 			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
 			    "--address-file: %s", why);
 	}
-	if (s->rdv.backend == NULL)
+	/* A dry run takes no place in a shared rendezvous. */
+	if (s->rdv.backend == NULL || s->opts->dry_run)
 		return 0;
-	return s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
-	    &s->err);
+	if (s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
+		&s->err) != 0)
+		return -1;
+	if (s->rank >= 0 && s->rank_source == NULL)
+		s->rank_source = "assigned by the rendezvous server";
+	return 0;
 }
 
 /* ---------------------------------------------------------------- token */
@@ -504,6 +510,8 @@ load_key(struct setup *s)
 		    "%zd bytes; a key needs at least 16 (32 random bytes "
 		    "recommended: head -c 32 /dev/urandom > FILE)", path, n);
 	s->key_len = (size_t)n;
+	if (sr_key_token(s->key, s->key_len, s->bearer) != 0)
+		s->bearer[0] = '\0';
 	cli_status("authenticating every link with the key in %s", path);
 	return 0;
 }
@@ -552,6 +560,9 @@ obtain_list(struct setup *s)
 		return -1;
 	s->rdv.timeout = s->opts->timeout;
 	s->rdv.world_source = s->world >= 0 ? s->world_source : NULL;
+	s->rdv.dry_run = s->opts->dry_run;
+	if (s->bearer[0] != '\0')
+		s->rdv.bearer = s->bearer;
 	/* A dry run looks once and waits for nothing. */
 	if (s->opts->dry_run) {
 		s->rdv.timeout = 0;
@@ -656,6 +667,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 		rc = cli_report(&s.err, opts->json);
 	}
 	explicit_bzero(s.key, sizeof(s.key));
+	explicit_bzero(s.bearer, sizeof(s.bearer));
 	sr_listener_close(s.listener);
 	if (s.rdv.source != NULL)
 		rendezvous_close(&s.rdv);

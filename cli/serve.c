@@ -265,6 +265,8 @@ struct server {
 	bool stopping;
 	char *bearer;		/* "Bearer SECRET", or NULL */
 	size_t bearer_len;
+	/* "Bearer TOKEN" derived from the file as a ring key, or empty. */
+	char derived[7 + 65];
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -344,25 +346,37 @@ reply(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
 	return rc;
 }
 
-/* Compares the Authorization header with the secret in constant time. */
+/* Whether given is want, in time that depends only on want's length. */
+static bool
+same_secret(const char *given, const char *want, size_t want_len)
+{
+	size_t n = strlen(given);
+	unsigned char diff = n != want_len;
+
+	for (size_t i = 0; i < want_len; i++)
+		diff |= (unsigned char)(i < n ? given[i] : 0) ^
+		    (unsigned char)want[i];
+	return diff == 0;
+}
+
+/* The Authorization header must carry the secret or the token derived
+ * from it (what a rank with the same file as --key-file sends). */
 static bool
 authorized(const struct server *s, struct MHD_Connection *c)
 {
 	const char *given = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
-	unsigned char diff;
-	size_t n;
+	bool text, derived;
 
-	if (s->bearer == NULL)
+	if (s->bearer == NULL && s->derived[0] == '\0')
 		return true;
 	if (given == NULL)
 		return false;
-	n = strlen(given);
-	diff = n != s->bearer_len;
-	for (size_t i = 0; i < s->bearer_len; i++)
-		diff |= (unsigned char)(i < n ? given[i] : 0) ^
-		    (unsigned char)s->bearer[i];
-	return diff == 0;
+	text = s->bearer != NULL && same_secret(given, s->bearer,
+	    s->bearer_len);
+	derived = s->derived[0] != '\0' && same_secret(given, s->derived,
+	    strlen(s->derived));
+	return text || derived;
 }
 
 /* ------------------------------------------------------------- waiting */
@@ -624,15 +638,34 @@ read_secret(struct server *s, const char *path)
 	if (n > SECRET_MAX)
 		return cli_usage_error("serve: --token-file '%s' is larger "
 		    "than %d bytes", path, SECRET_MAX);
+	/* The file may be the ranks' --key-file (binary): they send a token
+	 * derived from it, trimmed as they trim it. */
+	{
+		size_t k = n;
+		char token[65];
+
+		while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
+			k--;
+		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
+			snprintf(s->derived, sizeof(s->derived), "Bearer %s",
+			    token);
+		explicit_bzero(token, sizeof(token));
+	}
 	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) != NULL)
 		n--;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			return cli_usage_error("serve: --token-file '%s': the "
-			    "secret holds a control character", path);
-	if (n == 0)
+	if (n == 0 && s->derived[0] == '\0')
 		return cli_usage_error("serve: --token-file '%s' is empty",
 		    path);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+			if (s->derived[0] != '\0') {
+				/* A binary key: only its token will do. */
+				explicit_bzero(buf, sizeof(buf));
+				return 0;
+			}
+			return cli_usage_error("serve: --token-file '%s': the "
+			    "secret holds a control character", path);
+		}
 	if ((s->bearer = malloc(n + 8)) == NULL)
 		return EXIT_INTERNAL;
 	memcpy(s->bearer, "Bearer ", 7);
@@ -841,7 +874,8 @@ cmd_serve(int argc, char **argv)
 	    url, (unsigned long long)o.max_jobs,
 	    (unsigned long long)o.max_ranks,
 	    (unsigned long long)o.max_connections, o.ttl,
-	    s.bearer != NULL ? "; bearer token required" : "");
+	    s.bearer != NULL || s.derived[0] != '\0' ?
+	    "; bearer token required" : "");
 	run_until_signal(&s);
 	cli_status("stopping (%s)", cli_interrupted == SIGINT ? "SIGINT" :
 	    "SIGTERM");
@@ -851,6 +885,7 @@ out:
 	jobs_free(s.jobs);
 	pthread_cond_destroy(&s.drained);
 	pthread_mutex_destroy(&s.lock);
+	explicit_bzero(s.derived, sizeof(s.derived));
 	if (s.bearer != NULL)
 		explicit_bzero(s.bearer, s.bearer_len);
 	free(s.bearer);

@@ -114,3 +114,30 @@ sr_auth_verify(const struct sr_auth *a, enum sr_auth_role role,
 	memset(want, 0, sizeof(want));
 	return same;
 }
+
+int
+sr_key_token(const uint8_t *key, size_t key_len, char token[65])
+{
+#ifdef SR_HAVE_CRYPTO
+	static const char label[] = "silvic-ring http bearer v1";
+	static const char hex[] = "0123456789abcdef";
+	uint8_t mac[SR_MAC_LEN];
+	unsigned int len = SR_MAC_LEN;
+
+	if (HMAC(EVP_sha256(), key, (int)key_len, (const uint8_t *)label,
+	    sizeof(label) - 1, mac, &len) == NULL || len != SR_MAC_LEN)
+		return -1;
+	for (int i = 0; i < SR_MAC_LEN; i++) {
+		token[2 * i] = hex[mac[i] >> 4];
+		token[2 * i + 1] = hex[mac[i] & 15];
+	}
+	token[64] = '\0';
+	memset(mac, 0, sizeof(mac));
+	return 0;
+#else
+	(void)key;
+	(void)key_len;
+	token[0] = '\0';
+	return -1;
+#endif
+}

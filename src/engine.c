@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -674,8 +675,12 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 
 			if (spin_until == 0)
 				spin_until = now + ring->spin_ns;
-			if (now < spin_until)
+			if (now < spin_until) {
+				/* The peer may share this core after all (the
+				 * scheduler decides): let it run. */
+				sched_yield();
 				continue;
+			}
 		}
 		if (ring->cancel != NULL && *ring->cancel) {
 			peer_error(&r, r.side[SR_PREV].recv >= 0 ? SR_PREV :

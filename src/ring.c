@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +123,13 @@ spin_budget(const struct sr_ring *ring)
 {
 	const char *mine = ring->addresses[ring->rank];
 	size_t host_len = strrchr(mine, ':') - mine;
+	cpu_set_t set;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t local = 0;
 
+	/* The cores this process may run on, not the machine's. */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cores = CPU_COUNT(&set);
 	for (uint32_t i = 0; i < ring->world; i++)
 		if (strncmp(ring->addresses[i], mine, host_len) == 0 &&
 		    ring->addresses[i][host_len] == ':')

@@ -192,6 +192,14 @@ struct sr_ring_options {
 /* Whether this build of the core can authenticate (libcrypto). */
 int sr_auth_built_in(void);
 
+/*
+ * A token that proves knowledge of a key without revealing it: the hex of
+ * HMAC-SHA256(key, "silvic-ring http bearer v1"), 64 characters and a NUL.
+ * The HTTP rendezvous sends it as its bearer token, so one key file serves
+ * the ring and the rendezvous server.  -1 without libcrypto.
+ */
+int sr_key_token(const uint8_t *key, size_t key_len, char token[65]);
+
 void sr_ring_options_init(struct sr_ring_options *options);
 
 /*

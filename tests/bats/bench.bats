@@ -1,0 +1,445 @@
+#!/usr/bin/env bats
+# silvic-ring bench as a user meets it: usage errors naming the bad value,
+# nccl-tests' table, JSON lines and CSV that parse, the exact check on
+# every op x dtype for worlds of 1 to 4, a corrupted element caught and
+# named, --min-busbw's exit status, ranks started by hand from an address
+# list, and the link test naming a rate-limited link between network
+# namespaces.  Speeds are never asserted: only what is printed and the
+# exit status.  Self-contained: loads no helpers.
+
+bats_require_minimum_version 1.5.0
+
+SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
+NETNS=$BATS_TEST_DIRNAME/../../scripts/netns-hosts
+# Quick sweeps: no adaptive iterations, few of them.
+QUICK=(-n 2 -w 1 --min-time 0)
+STARTED=()
+
+setup() {
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	command -v python3 >/dev/null || { echo "python3 is needed to parse JSON" >&2; return 1; }
+}
+
+teardown() {
+	local pid
+	for pid in "${STARTED[@]}"; do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for pid in "${STARTED[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+# check_json FILE: every line is one JSON object with no NaN or infinity,
+# the first a header, the last a summary; prints "KIND N" for each record
+# type, then the summary's check and exit.
+check_json() {
+	python3 - "$1" <<'PY'
+import collections, json, sys
+
+def finite_only(name):
+    raise ValueError("non-finite number " + name)
+
+lines = open(sys.argv[1]).read().splitlines()
+assert lines, "no output"
+records = [json.loads(l, parse_constant=finite_only) for l in lines]
+assert all(isinstance(r, dict) for r in records)
+assert records[0]["type"] == "header", records[0]
+assert records[-1]["type"] == "summary", records[-1]
+h = records[0]
+assert h["schema"] == 1 and isinstance(h["world"], int)
+assert len(h["hosts"]) == h["world"]
+fields = ["collective", "size", "count", "dtype", "op", "world", "iters",
+          "time_us", "algbw_gbps", "busbw_gbps", "wrong", "slowest_rank",
+          "spread_pct"]
+for r in records:
+    if r["type"] == "result":
+        missing = [f for f in fields if f not in r]
+        assert not missing, missing
+        assert r["world"] == h["world"] and r["schema"] == 1
+        assert 0 <= r["slowest_rank"] < r["world"]
+        assert r["iters"] >= 1 and r["time_us"] >= 0
+    if r["type"] == "link":
+        for f in ("from", "from_address", "to", "to_address", "gbps_alone",
+                  "gbps_ring", "latency_us", "slow"):
+            assert f in r, f
+        assert r["to"] == (r["from"] + 1) % h["world"]
+        assert r["from_address"] == h["hosts"][r["from"]]
+counts = collections.Counter(r["type"] for r in records)
+for kind in sorted(counts):
+    print(kind, counts[kind])
+print("check", records[-1]["check"])
+print("exit", records[-1]["exit"])
+PY
+}
+
+# bench_launch N ARGS...: `launch -n N bench ARGS...` into out and err.
+bench_launch() {
+	local n=$1
+	shift
+	BENCH_STATUS=0
+	timeout 120 "$SR" launch -n "$n" bench "$@" \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" </dev/null 3>&- ||
+		BENCH_STATUS=$?
+}
+
+# refute CMD...: fails when CMD succeeds (a bare `! cmd` cannot fail a
+# bats test).
+refute() {
+	if "$@"; then
+		echo "unexpectedly true: $*" >&2
+		return 1
+	fi
+}
+
+show() {
+	echo "--- stdout" >&2
+	cat "$BATS_TEST_TMPDIR/out" >&2
+	echo "--- stderr" >&2
+	cat "$BATS_TEST_TMPDIR/err" >&2
+}
+
+# free_ports N: N ports free on 127.0.0.1 right now, one a line.
+free_ports() {
+	python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+for s in socks:
+    print(s.getsockname()[1])
+PY
+}
+
+# ------------------------------------------------------------ usage
+
+@test "bench --help lists the nccl-tests options" {
+	run timeout 10 "$SR" bench --help
+	[ "$status" -eq 0 ]
+	for opt in --minbytes --maxbytes --stepfactor --stepbytes --iters \
+		--warmup_iters --check --datatype --op --json --csv --min-busbw \
+		--seed --threshold --fail-slow --min-time --peers --rank; do
+		[[ "$output" == *"$opt"* ]] || { echo "no $opt" >&2; false; }
+	done
+	[[ "$output" == *"f32 (the default"* ]]
+	[[ "$output" != *"--corrupt"* ]]
+}
+
+@test "a bad size is a usage error naming the option and value" {
+	run timeout 10 "$SR" bench -b 12X
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--minbytes '12X' is not a size"* ]]
+	[[ "$output" == *"try 'silvic-ring --help'"* ]]
+	run timeout 10 "$SR" bench --maxbytes 0
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--maxbytes '0' is not a size"* ]]
+	run timeout 10 "$SR" bench -i 1Q
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--stepbytes '1Q'"* ]]
+}
+
+@test "a bad datatype or op is a usage error naming the value" {
+	run timeout 10 "$SR" bench -d f16
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--datatype 'f16' is not a datatype (f64, f32, i64, i32 or all)"* ]]
+	run timeout 10 "$SR" bench --op avg
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--op 'avg' is not an op (sum, max, min or all)"* ]]
+}
+
+@test "other usage errors name what is wrong" {
+	run timeout 10 "$SR" bench reduce
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'reduce' is not a benchmark"* ]]
+	run timeout 10 "$SR" bench -b 1M -e 1K
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--minbytes 1M is larger than --maxbytes 1K"* ]]
+	run timeout 10 "$SR" bench -f 4 -i 1K
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--stepfactor and --stepbytes cannot be used together"* ]]
+	run timeout 10 "$SR" bench -n
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"-n needs a value"* ]]
+	run timeout 10 "$SR" bench --frobnicate
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown option '--frobnicate'"* ]]
+	run timeout 10 "$SR" bench --json --csv
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--json and --csv cannot be used together"* ]]
+	run timeout 10 "$SR" bench -c 0 --corrupt 0:0
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--corrupt needs the check"* ]]
+	run timeout 10 "$SR" bench --min-busbw fast
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--min-busbw 'fast'"* ]]
+	run timeout 10 "$SR" bench --corrupt 3:0
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--corrupt rank 3 is out of range for a world of 1"* ]]
+}
+
+# ------------------------------------------------------------ output
+
+@test "a world of one prints nccl-tests' table, footer and verdict" {
+	run timeout 60 "$SR" bench -b 8 -e 1K -f 4 "${QUICK[@]}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"# silvic-ring "*" bench: world 1"* ]]
+	[[ "$output" == *"# options: allreduce -b 8 -e 1K -f 4 -n 2 -w 1 -c 1 -d f32 -o sum"* ]]
+	echo "$output" | grep -Eq '^#\s+size\s+count\s+type\s+redop\s+iters\s+time\s+algbw\s+busbw\s+#wrong\s+slowest\s+spread$'
+	echo "$output" | grep -Eq '^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s+\(rank\)\s+\(%\)$'
+	# 8, 32, 128, 512 bytes of f32; busbw is 0 for a world of one
+	[ "$(echo "$output" | grep -Ec '^ +[0-9]+ +[0-9]+ +f32 +sum +2 ')" -eq 4 ]
+	echo "$output" | grep -Eq '^ +512 +128 +f32 +sum +2 +[0-9.]+ +[0-9.]+ +0\.00 +0 +0 '
+	[[ "$output" == *"# Avg bus bandwidth    : 0 GB/s"* ]]
+	[[ "$output" == *"# Out of bounds values : 0 OK"* ]]
+	[[ "$output" == *"# check: passed"* ]]
+}
+
+@test "--json: every line parses, a header, a result per row, a summary" {
+	bench_launch 2 allreduce -b 8 -e 64K -f 8 "${QUICK[@]}" --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run check_json "$BATS_TEST_TMPDIR/out"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+	# 8, 64, 512, 4K, 32K
+	[[ "$output" == *"result 5"* ]]
+	[[ "$output" == *"check passed"* ]]
+	[[ "$output" == *"exit 0"* ]]
+	grep -q '"hosts":\["127.0.0.1:[0-9]*","127.0.0.1:[0-9]*"\]' "$BATS_TEST_TMPDIR/out"
+	# the options, never the environment
+	refute grep -q 'SILVIC_RING' "$BATS_TEST_TMPDIR/out"
+}
+
+@test "--csv: a header and one line per row, same column count" {
+	bench_launch 3 allgather -b 64 -e 4K -f 4 "${QUICK[@]}" --csv
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	sed 's/^\[0\] //' "$BATS_TEST_TMPDIR/out" >"$BATS_TEST_TMPDIR/csv"
+	run python3 - "$BATS_TEST_TMPDIR/csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0] == ["collective", "size", "count", "dtype", "op", "world",
+                   "iters", "time_us", "algbw_gbps", "busbw_gbps", "wrong",
+                   "slowest_rank", "spread_pct"], rows[0]
+assert all(len(r) == len(rows[0]) for r in rows), rows
+for r in rows[1:]:
+    assert r[0] == "allgather" and r[4] == "none" and r[5] == "3", r
+    # allgather's size is everything gathered: count per rank x 4 B x 3
+    assert int(r[1]) == int(r[2]) * 4 * 3, r
+    assert int(r[10]) == 0
+print(len(rows) - 1)
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+	# 64 (60 gathered), 256 (252), 1K (1020), 4K (4092)
+	[ "$output" = 4 ]
+}
+
+@test "only rank 0 prints; ranks started by hand from an address list" {
+	local list=$BATS_TEST_TMPDIR/peers r pids=()
+	free_ports 2 | sed 's/^/127.0.0.1:/' >"$list"
+	for r in 0 1; do
+		timeout 60 "$SR" bench -b 8 -e 1K -f 8 "${QUICK[@]}" --peers "$list" \
+			--rank "$r" --timeout 30 >"$BATS_TEST_TMPDIR/rank$r.out" \
+			2>"$BATS_TEST_TMPDIR/rank$r.err" 3>&- &
+		pids+=($!)
+		STARTED+=($!)
+	done
+	for r in 0 1; do
+		wait "${pids[$r]}" || { cat "$BATS_TEST_TMPDIR"/rank*.err >&2; false; }
+	done
+	grep -q "bench: world 2" "$BATS_TEST_TMPDIR/rank0.out"
+	grep -q "#   rank 1: $(sed -n 2p "$list")" "$BATS_TEST_TMPDIR/rank0.out"
+	grep -q "# check: passed" "$BATS_TEST_TMPDIR/rank0.out"
+	[ ! -s "$BATS_TEST_TMPDIR/rank1.out" ]
+}
+
+@test "ranks given different bench options refuse to run" {
+	local list=$BATS_TEST_TMPDIR/peers pids=() st0=0 st1=0
+	free_ports 2 | sed 's/^/127.0.0.1:/' >"$list"
+	timeout 60 "$SR" bench -e 1K "${QUICK[@]}" --peers "$list" --rank 0 \
+		--timeout 30 >/dev/null 2>"$BATS_TEST_TMPDIR/rank0.err" 3>&- &
+	pids+=($!)
+	timeout 60 "$SR" bench -e 2K "${QUICK[@]}" --peers "$list" --rank 1 \
+		--timeout 30 >/dev/null 2>"$BATS_TEST_TMPDIR/rank1.err" 3>&- &
+	pids+=($!)
+	STARTED+=("${pids[@]}")
+	wait "${pids[0]}" || st0=$?
+	wait "${pids[1]}" || st1=$?
+	[ "$st0" -eq 2 ] && [ "$st1" -eq 2 ]
+	grep -q "rank 0: the ranks were given different bench options" "$BATS_TEST_TMPDIR/rank0.err"
+	grep -q "rank 1: the ranks were given different bench options" "$BATS_TEST_TMPDIR/rank1.err"
+}
+
+# ------------------------------------------------------------ the check
+
+@test "the check passes for every op x dtype on worlds of 1 to 4" {
+	local w
+	for w in 1 2 3 4; do
+		bench_launch "$w" all -b 8 -e 8K -f 8 -d all -o all "${QUICK[@]}" --json
+		[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+		run python3 - "$BATS_TEST_TMPDIR/out" "$w" <<'PY'
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+world = int(sys.argv[2])
+results = [r for r in records if r["type"] == "result"]
+combos = {(r["collective"], r["dtype"], r["op"]) for r in results}
+want = {("allreduce", d, o) for d in ("f64", "f32", "i64", "i32")
+        for o in ("sum", "max", "min")}
+want |= {(c, d, "none") for c in ("allgather", "broadcast")
+         for d in ("f64", "f32", "i64", "i32")}
+assert combos == want, sorted(want - combos)
+assert all(r["wrong"] == 0 for r in results)
+assert all(r["world"] == world for r in results)
+links = [r for r in records if r["type"] == "link"]
+assert len(links) == (world if world > 1 else 0), links
+assert records[-1]["check"] == "passed" and records[-1]["wrong"] == 0
+PY
+		[ "$status" -eq 0 ] || { echo "world $w: $output" >&2; show; false; }
+	done
+}
+
+@test "--corrupt: the wrong element is counted, named, and exits 1" {
+	bench_launch 3 -b 8 -e 64 -f 8 "${QUICK[@]}" --corrupt 2:1
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+	# both rows (8 and 64 bytes) have one wrong element
+	[ "$(grep -Ec '^\[0\] +[0-9]+ +[0-9]+ +f32 +sum +2 .* 1 +[0-2] +[0-9.]+$' "$BATS_TEST_TMPDIR/out")" -eq 2 ] || { show; false; }
+	grep -q "# Out of bounds values : 2 FAILED" "$BATS_TEST_TMPDIR/out"
+	grep -q "# check: FAILED" "$BATS_TEST_TMPDIR/out"
+	grep -Eq '^\[2\] silvic-ring: rank 2: check failed: allreduce f32 sum of 8 B: element 1 is -?[0-9.e+]+, expected -?[0-9]+ \(1 wrong on this rank\)$' "$BATS_TEST_TMPDIR/err" || { show; false; }
+	grep -q "rank 0: check failed: 2 wrong element(s) in 2 row(s)" "$BATS_TEST_TMPDIR/err"
+	# the others had nothing wrong to report
+	refute grep -q "rank 1: check failed" "$BATS_TEST_TMPDIR/err"
+}
+
+@test "--corrupt on allgather and broadcast: the byte is named, JSON counts it" {
+	bench_launch 2 allgather -b 64 -e 64 -d i64 "${QUICK[@]}" --corrupt 1:5 --json
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+	grep -q '"type":"result".*"wrong":1,' "$BATS_TEST_TMPDIR/out"
+	grep -q '"check":"failed"' "$BATS_TEST_TMPDIR/out"
+	grep -Eq 'rank 1: check failed: allgather i64 of 64 B: element 5 \(byte 4[0-7]\) is 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}' "$BATS_TEST_TMPDIR/err" || { show; false; }
+	bench_launch 3 broadcast -b 1K -e 1K "${QUICK[@]}" --corrupt 0:255
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+	grep -Eq 'rank 0: check failed: broadcast f32 of 1024 B: element 255 \(byte 10(20|21|22|23)\)' "$BATS_TEST_TMPDIR/err" || { show; false; }
+}
+
+# ------------------------------------------------------------ thresholds
+
+@test "--min-busbw trips with exit 6 and names the sizes that fell short" {
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 1000000@2K
+	[ "$BENCH_STATUS" -eq 6 ] || { show; false; }
+	grep -q "rank 0: busbw below --min-busbw 1000000 GB/s: allreduce f32 sum at 2K (.* GB/s), allreduce f32 sum at 4K (" "$BATS_TEST_TMPDIR/err" || { show; false; }
+	refute grep -q "at 1K" "$BATS_TEST_TMPDIR/err"
+	grep -q "# below --min-busbw 1000000 GB/s: 2 row(s)" "$BATS_TEST_TMPDIR/out"
+	# without @SIZE: the largest size only
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 1000000 --json
+	[ "$BENCH_STATUS" -eq 6 ] || { show; false; }
+	grep -q 'busbw below --min-busbw 1000000 GB/s: allreduce f32 sum at 4K (' "$BATS_TEST_TMPDIR/err"
+	refute grep -q "at 2K" "$BATS_TEST_TMPDIR/err"
+	grep -q '"threshold":{"min_busbw_gbps":1000000,"size":4096,"passed":false,"below":\[{"collective":"allreduce","size":4096,' "$BATS_TEST_TMPDIR/out"
+	grep -q '"exit":6}$' "$BATS_TEST_TMPDIR/out"
+}
+
+@test "--min-busbw that every row meets passes; a failed check outranks it" {
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 0.000000001@1
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 1000000 --corrupt 1:0
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+}
+
+# ------------------------------------------------------------ links
+
+@test "bench links on loopback: one row per link, JSON per link" {
+	bench_launch 3 links -e 64K -n 2 --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run check_json "$BATS_TEST_TMPDIR/out"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+	[[ "$output" == *"link 3"* ]]
+	[[ "$output" != *"result"* ]]
+	grep -q '"links":{"median_gbps":' "$BATS_TEST_TMPDIR/out"
+	bench_launch 1 links
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -q "a world of one has no links" "$BATS_TEST_TMPDIR/out"
+}
+
+# The netns test body: four ranks, one a namespace, host 2's egress
+# limited to 10 Mbit/s, so the link from rank 1 to rank 2 is slow.
+write_netns_job() {
+	cat >"$BATS_TEST_TMPDIR/job" <<'EOF'
+set -u
+sr=$1 netns=$2 dir=$3
+shift 3
+for i in 1 2 3 4; do
+	eval "echo \$IP_$i:$((47000 + i - 1))"
+done >"$dir/peers"
+"$netns" rate "$NS_2" 10 || exit 90
+pids=()
+for i in 1 2 3 4; do
+	eval "ns=\$NS_$i"
+	ip netns exec "$ns" timeout 100 "$sr" bench links --peers "$dir/peers" \
+		--rank $((i - 1)) --timeout 60 "$@" \
+		>"$dir/links$i.out" 2>"$dir/links$i.err" </dev/null 3>&- &
+	pids+=($!)
+done
+status=0
+for i in 0 1 2 3; do
+	wait "${pids[$i]}" || { s=$?; [ "$status" -eq 0 ] && status=$s; }
+done
+cp "$dir/peers" "$dir/peers.used"
+# never 77: that status means the namespaces could not be made
+[ "$status" -eq 77 ] && status=91
+exit "$status"
+EOF
+}
+
+netns_links() {
+	write_netns_job
+	NETNS_STATUS=0
+	timeout 150 "$NETNS" run 4 -- bash "$BATS_TEST_TMPDIR/job" "$SR" "$NETNS" \
+		"$BATS_TEST_TMPDIR" "$@" >"$BATS_TEST_TMPDIR/netns.out" \
+		2>"$BATS_TEST_TMPDIR/netns.err" 3>&- || NETNS_STATUS=$?
+	if [ "$NETNS_STATUS" -eq 77 ]; then
+		skip "network namespaces are not available: $(cat "$BATS_TEST_TMPDIR/netns.err")"
+	fi
+}
+
+show_links() {
+	cat "$BATS_TEST_TMPDIR/netns.err" "$BATS_TEST_TMPDIR"/links*.out "$BATS_TEST_TMPDIR"/links*.err >&2
+}
+
+@test "bench links between network namespaces names the rate-limited link" {
+	netns_links -e 256K
+	[ "$NETNS_STATUS" -eq 0 ] || { show_links; false; }
+	local from to out=$BATS_TEST_TMPDIR/links1.out
+	from=$(sed -n 2p "$BATS_TEST_TMPDIR/peers.used")
+	to=$(sed -n 3p "$BATS_TEST_TMPDIR/peers.used")
+	grep -q "^# slow link: rank 1 ($from) -> rank 2 ($to): " "$out" || { show_links; false; }
+	[ "$(grep -c '^# slow link:' "$out")" -eq 1 ] || { show_links; false; }
+	grep -q "^# slowest link: rank 1 ($from) -> rank 2 ($to): " "$out"
+	grep -Eq "^ +1 +${from//./\\.} +2 +${to//./\\.} +262144 +[0-9.]+ +[0-9.]+ +[0-9.]+  slow$" "$out" || { show_links; false; }
+	# only rank 0 prints
+	for i in 2 3 4; do
+		[ ! -s "$BATS_TEST_TMPDIR/links$i.out" ]
+	done
+}
+
+@test "bench links --fail-slow exits 6; JSON marks only that link slow, measured with less" {
+	netns_links --json --fail-slow
+	[ "$NETNS_STATUS" -eq 6 ] || { show_links; false; }
+	run python3 - "$BATS_TEST_TMPDIR/links1.out" <<'PY'
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+links = {r["from"]: r for r in records if r["type"] == "link"}
+assert sorted(links) == [0, 1, 2, 3], links
+assert [f for f in links if links[f]["slow"]] == [1], links
+# 10 Mbit/s is 0.00125 GB/s; the others are far faster
+assert links[1]["gbps_alone"] < 0.002, links[1]
+# 64 MiB would take a minute at 10 Mbit/s: the slow link moves less
+assert links[1]["bytes"] < 64 << 20, links[1]
+assert all(links[f]["bytes"] == 64 << 20 for f in (0, 2, 3)), links
+assert all(r["ring_bytes"] == links[1]["bytes"] for r in links.values())
+s = records[-1]
+assert s["type"] == "summary" and s["links"]["slow"] == [1], s
+assert s["links"]["slowest"] == 1 and s["exit"] == 6, s
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show_links; false; }
+	grep -q "rank 0: 1 slow link(s) (--fail-slow)" "$BATS_TEST_TMPDIR/links1.err"
+}
