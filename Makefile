@@ -60,8 +60,10 @@ Q := @
 quiet = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
-.PHONY: all check unit deps demo install uninstall clean fuzz valgrind
+.PHONY: all check unit deps demo install uninstall clean fuzz valgrind soak soak-quick
 all: $(LIB) $(BIN)
+
+include fuzz/Makefile.inc
 
 $(B)/src/%.o: src/%.c
 	$(call quiet,CC,$@)
@@ -90,15 +92,22 @@ $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB) $(CLI_LIB)
 # The unit and multi-rank C tests, then the bats suites; the last line is
 # "N passed, N failed".
 check: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	$(Q)scripts/run-tests $(B)
 
 # Installs missing test dependencies (as root), or says what to install.
 deps:
 	$(Q)scripts/install-deps
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	$(Q)scripts/run-tests --unit-only $(B)
+
+# The long soak (about 2 minutes on 2 cores): 10,000 collectives on 4
+# local ranks, every result exact, RSS and descriptors sampled.
+soak: all
+	$(Q)scripts/soak --build $(B)
+soak-quick: all
+	$(Q)scripts/soak --quick --build $(B)
 
 # The C tests of the pure modules under valgrind (the multi-rank ones fork
 # and time out on purpose; they run under the sanitizers instead).

@@ -513,6 +513,14 @@ expr_format_double(double v, bool single, char *buf, size_t size)
 {
 	int max = single ? 9 : 17;
 
+	/* Whole numbers as integers ("10", not "1e+01") while exact. */
+	if (v == (double)(int64_t)v && v > -9007199254740992.0 &&
+	    v < 9007199254740992.0) {
+		snprintf(buf, size, "%lld", (long long)v);
+		if (v == 0 && signbit(v))
+			snprintf(buf, size, "-0");
+		return buf;
+	}
 	for (int digits = 1; digits <= max; digits++) {
 		snprintf(buf, size, "%.*g", digits, v);
 		if (single ? strtof(buf, NULL) == (float)v :

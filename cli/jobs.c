@@ -482,7 +482,7 @@ jobs_register(struct jobs *t, const char *name,
 
 	*completed = false;
 	if (j == NULL) {
-		if (reg->world < 0) {
+		if (reg->world <= 0) {
 			snprintf(why, why_size, "world is required for a new "
 			    "job");
 			return JOBS_BAD;

@@ -47,6 +47,12 @@ check_address(const char *a, char *why, size_t why_size)
 	unsigned long port;
 	char *stop;
 
+	for (const char *q = a; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f) {
+			snprintf(why, why_size, "an address holds control "
+			    "character 0x%02x", (unsigned char)*q);
+			return -1;
+		}
 	if (a[0] == '[') {
 		end = strchr(a, ']');
 		if (end == NULL || end == a + 1 || end[1] != ':') {
@@ -73,8 +79,13 @@ check_address(const char *a, char *why, size_t why_size)
 		snprintf(why, why_size, "'%s' has no port from 1 to 65535", a);
 		return -1;
 	}
-	if (strpbrk(a, " \t\"'\\,") != NULL) {
+	if (strpbrk(a, " \t\"'\\,#") != NULL) {
 		snprintf(why, why_size, "'%s' is not host:port", a);
+		return -1;
+	}
+	if (strlen(a) >= SR_ADDR_MAX) {
+		snprintf(why, why_size, "'%.40s...' is longer than %d bytes", a,
+		    SR_ADDR_MAX - 1);
 		return -1;
 	}
 	return 0;
@@ -121,9 +132,10 @@ parse_plain(const char *text, size_t len, const char *name,
 		if (memchr(text + a, '#', b - a) != NULL)
 			b = (size_t)((const char *)memchr(text + a, '#', b - a) -
 			    text);
-		while (a < b && strchr(" \t\r", text[a]) != NULL)
+		while (a < b && text[a] != '\0' && strchr(" \t\r", text[a]) != NULL)
 			a++;
-		while (b > a && strchr(" \t\r", text[b - 1]) != NULL)
+		while (b > a && text[b - 1] != '\0' &&
+		    strchr(" \t\r", text[b - 1]) != NULL)
 			b--;
 		if (a == b)
 			continue;

@@ -373,9 +373,11 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 			return 1;
 		/* Nothing is expected on this side: only a frame of a later
 		 * collective may wait here for its turn. */
-		if (got.seq > r->ring->seq && got.kind >= SR_FRAME_ALLREDUCE &&
-		    got.kind <= SR_FRAME_LINK)
+		if (side == SR_PREV && got.seq > r->ring->seq &&
+		    got.kind >= SR_FRAME_ALLREDUCE && got.kind <= SR_FRAME_LINK)
 			return 1;
+		/* The next rank only ever answers this rank's own frames, so a
+		 * frame it sends unasked is out of step at once. */
 		sr_frame_describe(&got, saw, sizeof(saw));
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
 		    "out of step: an unexpected frame (%s) came from", saw);
@@ -546,17 +548,29 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 		if (p->rx_payload_left == 0)
 			piece_done(r, side, v);
 	}
-	/* With nothing to receive, still watch the side for an abort, a
-	 * goodbye or a close (a later collective's header is parked). */
-	if (c->recv < 0 && !c->parked && !p->eof) {
-		int rc = read_header(r, side, NULL, err);
-
-		if (rc < 0)
-			return -1;
-		if (rc == 1)
-			c->parked = true;
-	}
 	return moved;
+}
+
+/*
+ * With nothing to receive on a side, it is still watched for an abort, a
+ * goodbye or a close; a later collective's header may wait here (parked)
+ * for its turn.  Only once the collective cannot finish without waiting:
+ * an abort right behind its last bytes belongs to the next call.
+ */
+static int
+watch_idle(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct cursor *c = &r->side[side];
+	int rc;
+
+	if (c->recv >= 0 || c->parked || r->ring->peer[side].eof)
+		return 0;
+	rc = read_header(r, side, NULL, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		c->parked = true;
+	return 0;
 }
 
 /*
@@ -600,9 +614,15 @@ silence_error(struct run *r, struct sr_error *err)
 	enum sr_side side = SR_PREV;
 	const char *what = "waiting for data from";
 
-	/* Blame the side this rank waits on: a receive first, else a send
-	 * the peer does not drain. */
-	if (r->side[SR_PREV].recv >= 0)
+	/*
+	 * Blame a peer that does not drain what this rank has ready to send
+	 * (its buffers stayed full the whole time: it is stuck, or its link
+	 * is); else the side this rank waits to receive from.
+	 */
+	if (r->side[SR_NEXT].blocked_out || r->side[SR_PREV].blocked_out) {
+		side = r->side[SR_NEXT].blocked_out ? SR_NEXT : SR_PREV;
+		what = "waiting to send to";
+	} else if (r->side[SR_PREV].recv >= 0)
 		side = SR_PREV;
 	else if (r->side[SR_NEXT].recv >= 0)
 		side = SR_NEXT;
@@ -660,6 +680,11 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		}
 		if (finished(&r))
 			return 0;
+		for (int s = 0; s < 2; s++)
+			if (watch_idle(&r, (enum sr_side)s, err) != 0) {
+				salvage_abort(&r, err);
+				return -1;
+			}
 		if (moved > 0) {
 			deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
 			spin_until = 0;
