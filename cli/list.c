@@ -308,9 +308,33 @@ by_address(const void *a, const void *b)
  * Sorts pointers to the entries (n log n: lists may hold 65536) and
  * reports the first repeated address with both ranks.
  */
+/* The line of a plain list's entry `index` (counting from 0), or 0. */
+static size_t
+entry_line(const char *text, size_t len, uint64_t index)
+{
+	size_t start = 0, lineno = 0;
+	uint64_t seen = 0;
+
+	while (start < len) {
+		const char *nl = memchr(text + start, '\n', len - start);
+		size_t end = nl != NULL ? (size_t)(nl - text) : len, a = start;
+
+		lineno++;
+		start = end + 1;
+		while (a < end && (text[a] == ' ' || text[a] == '\t' ||
+		    text[a] == '\r'))
+			a++;
+		if (a == end || text[a] == '#')
+			continue;
+		if (seen++ == index)
+			return lineno;
+	}
+	return 0;
+}
+
 static int
 find_duplicate(const struct peer_list *list, const char *name, char *why,
-    size_t why_size)
+    size_t why_size, const char *text, size_t len)
 {
 	char **sorted;
 	uint64_t first = UINT64_MAX, second = 0;
@@ -346,9 +370,15 @@ find_duplicate(const struct peer_list *list, const char *name, char *why,
 	free(sorted);
 	if (first == UINT64_MAX)
 		return 0;
-	snprintf(why, why_size, "%s: '%s' is listed twice (ranks %llu and %llu)",
-	    name, list->addr[first], (unsigned long long)first,
-	    (unsigned long long)second);
+	if (text != NULL && entry_line(text, len, second) > 0)
+		snprintf(why, why_size, "%s:%zu: '%s' is listed twice (ranks "
+		    "%llu and %llu)", name, entry_line(text, len, second),
+		    list->addr[first], (unsigned long long)first,
+		    (unsigned long long)second);
+	else
+		snprintf(why, why_size, "%s: '%s' is listed twice (ranks %llu "
+		    "and %llu)", name, list->addr[first],
+		    (unsigned long long)first, (unsigned long long)second);
 	return -1;
 }
 
@@ -373,9 +403,12 @@ list_parse(const char *text, size_t len, const char *name,
 	memset(out, 0, sizeof(*out));
 	while (i < len && strchr(" \t\r\n", text[i]) != NULL && text[i])
 		i++;
-	if ((looks_like_json(text, len, i) ? parse_mlx : parse_plain)(text, len,
-		name, out, why, why_size) != 0 ||
-	    find_duplicate(out, name, why, why_size) != 0) {
+	bool json = looks_like_json(text, len, i);
+
+	if ((json ? parse_mlx : parse_plain)(text, len, name, out, why,
+		why_size) != 0 ||
+	    find_duplicate(out, name, why, why_size, json ? NULL : text,
+		len) != 0) {
 		peer_list_free(out);
 		return -1;
 	}
@@ -404,7 +437,7 @@ list_parse_words(const char *text, const char *name, struct peer_list *out,
 		}
 	}
 	free(copy);
-	if (find_duplicate(out, name, why, why_size) != 0) {
+	if (find_duplicate(out, name, why, why_size, NULL, 0) != 0) {
 		peer_list_free(out);
 		return -1;
 	}
