@@ -176,8 +176,15 @@ LABELS = (b"silvic-ring auth v1: connector proves",
           b"silvic-ring auth v1: acceptor proves")
 DEADLINE = time.monotonic() + 20
 
+SAY_LOCK = threading.Lock()
+
+
 def say(*a):
-    print("peer:", *a, flush=True)
+    # One write per line, under a lock: two threads must not interleave.
+    line = "peer: " + " ".join(str(x) for x in a) + "\n"
+    with SAY_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 def hello(rank, world, token, flags=0):
     return (MAGIC + struct.pack("=I", 0x01020304) +
