@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "discover.h"
+#include "rendezvous.h"
 
 static const struct {
 	const char *rank;
@@ -46,18 +47,18 @@ discover_rank(struct discovered *d, char *why, size_t why_size)
 
 		if (rank == NULL || rank[0] == '\0')
 			continue;
-		if (cli_parse_uint(rank, 0, UINT32_MAX - 1, &v) != 0) {
-			snprintf(why, why_size, "%s='%s' is not a rank number",
-			    launchers[i].rank, rank);
+		if (cli_parse_uint(rank, 0, LIST_MAX_RANKS - 1, &v) != 0) {
+			snprintf(why, why_size, "%s='%s' is not a rank number "
+			    "(0-%d)", launchers[i].rank, rank, LIST_MAX_RANKS - 1);
 			return -1;
 		}
 		d->rank = (int64_t)v;
 		d->rank_source = launchers[i].name;
 		if (world != NULL && world[0] != '\0') {
-			if (cli_parse_uint(world, 1, UINT32_MAX, &v) != 0) {
+			if (cli_parse_uint(world, 1, LIST_MAX_RANKS, &v) != 0) {
 				snprintf(why, why_size,
-				    "%s='%s' is not a world size",
-				    launchers[i].world, world);
+				    "%s='%s' is not a world size (1-%d)",
+				    launchers[i].world, world, LIST_MAX_RANKS);
 				return -1;
 			}
 			d->world = (int64_t)v;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -330,79 +331,128 @@ dir_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	return 0;
 }
 
+/* Reads rank i's file into slot i; 1 read, 0 not there (yet), -1. */
+static int
+dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
+    struct sr_error *err)
+{
+	char path[4096], why[600], *text;
+	struct peer_list one;
+	size_t len;
+
+	dir_path(r, i, path, sizeof(path));
+	if ((text = read_file(path, &len)) == NULL)
+		return 0;
+	if (list_parse(text, len, path, &one, why, sizeof(why)) != 0) {
+		free(text);
+		rdv_error(err, SR_ECONFIG, "%s", why);
+		return -1;
+	}
+	free(text);
+	if (one.n != 1) {
+		peer_list_free(&one);
+		rdv_error(err, SR_ECONFIG, "%s: a rank's file must hold exactly "
+		    "one address", path);
+		return -1;
+	}
+	*slot = one.addr[0];
+	one.addr[0] = NULL;
+	one.n = 0;
+	peer_list_free(&one);
+	return 1;
+}
+
+/*
+ * One look at the directory: reads the file of every rank that appeared
+ * since the last look (each file once; a directory listing a round, not
+ * a stat per rank).  Returns the number present, or -1.
+ */
+static int64_t
+dir_look(struct rendezvous *r, int64_t world, char **slots, int64_t have,
+    struct sr_error *err)
+{
+	size_t prefix = strlen(r->job) + strlen(".rank.");
+	struct dirent *e;
+	DIR *d = opendir(r->source);
+
+	if (d == NULL) {
+		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source,
+		    strerror(errno));
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		uint64_t i;
+		int rc;
+
+		if (strncmp(e->d_name, r->job, strlen(r->job)) != 0 ||
+		    strncmp(e->d_name + strlen(r->job), ".rank.", 6) != 0 ||
+		    cli_parse_uint(e->d_name + prefix, 0, (uint64_t)world - 1,
+			&i) != 0 || slots[i] != NULL)
+			continue;
+		rc = dir_read_rank(r, (int64_t)i, &slots[i], err);
+		if (rc < 0) {
+			closedir(d);
+			return -1;
+		}
+		have += rc;
+	}
+	closedir(d);
+	return have;
+}
+
+static void
+dir_missing(char **slots, int64_t world, char *buf, size_t size)
+{
+	int shown = 0;
+
+	buf[0] = '\0';
+	for (int64_t i = 0; i < world && shown < 8; i++)
+		if (slots[i] == NULL) {
+			size_t n = strlen(buf);
+
+			snprintf(buf + n, size - n, "%s%lld", shown++ ? ", " :
+			    "; missing rank ", (long long)i);
+		}
+}
+
 static int
 dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
-	char path[4096], why[600], missing[200];
-	struct peer_list one;
-	uint64_t have;
+	char missing[200];
+	char **slots = calloc((size_t)world, sizeof(char *));
+	int64_t have = 0;
+	int rc = -1;
 
+	if (slots == NULL) {
+		rdv_error(err, SR_ENOMEM, "out of memory");
+		return -1;
+	}
 	for (;;) {
-		int64_t first_missing = -1;
-		size_t len;
-		char *text;
-
-		peer_list_free(list);
-		have = 0;
-		for (int64_t i = 0; i < world; i++) {
-			dir_path(r, i, path, sizeof(path));
-			if ((text = read_file(path, &len)) == NULL) {
-				if (first_missing < 0)
-					first_missing = i;
-				continue;
-			}
-			if (list_parse(text, len, path, &one, why,
-				sizeof(why)) != 0) {
-				free(text);
-				rdv_error(err, SR_ECONFIG, "%s", why);
-				return -1;
-			}
-			if (one.n != 1) {
-				free(text);
-				peer_list_free(&one);
-				rdv_error(err, SR_ECONFIG, "%s: a rank's file must "
-				    "hold exactly one address", path);
-				return -1;
-			}
-			free(text);
-			have++;
-			if (first_missing < 0 &&
-			    peer_list_add(list, one.addr[0]) != 0) {
-				peer_list_free(&one);
-				rdv_error(err, SR_ENOMEM, "out of memory");
-				return -1;
-			}
-			peer_list_free(&one);
-		}
-		if (first_missing < 0)
+		if ((have = dir_look(r, world, slots, have, err)) < 0)
+			break;
+		if (have == world) {
+			list->addr = slots;
+			list->n = (uint64_t)world;
 			return 0;
+		}
 		if (cli_now_ns() >= deadline) {
-			snprintf(missing, sizeof(missing), "; missing rank %lld",
-			    (long long)first_missing);
-			for (int64_t i = first_missing + 1, shown = 1;
-			    i < world && shown < 8; i++) {
-				dir_path(r, i, path, sizeof(path));
-				if (access(path, F_OK) != 0) {
-					size_t n = strlen(missing);
-
-					snprintf(missing + n, sizeof(missing) - n,
-					    ", %lld", (long long)i);
-					shown++;
-				}
-			}
-			peer_list_free(list);
-			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %llu of "
+			dir_missing(slots, world, missing, sizeof(missing));
+			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %lld of "
 			    "%lld addresses after %gs%s", r->source,
-			    (unsigned long long)have, (long long)world, r->timeout,
+			    (long long)have, (long long)world, r->timeout,
 			    missing);
-			return -1;
+			break;
 		}
 		if (cli_nap(POLL_MS, deadline) != 0) {
 			interrupted(err, r->source);
-			return -1;
+			break;
 		}
 	}
+	for (int64_t i = 0; i < world; i++)
+		free(slots[i]);
+	free(slots);
+	return rc;
 }
 
 static void

@@ -87,16 +87,17 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		opts->peers = arg;
 		return 1;
 	case OPT_RANK:
-		if (cli_parse_uint(arg, 0, UINT32_MAX - 1, &v) != 0) {
-			cli_usage_error("--rank '%s' is not a rank number", arg);
+		if (cli_parse_uint(arg, 0, LIST_MAX_RANKS - 1, &v) != 0) {
+			cli_usage_error("--rank '%s' is not a rank number (0-%d)",
+			    arg, LIST_MAX_RANKS - 1);
 			return -1;
 		}
 		opts->rank = (int64_t)v;
 		return 1;
 	case OPT_WORLD:
-		if (cli_parse_uint(arg, 1, UINT32_MAX, &v) != 0) {
+		if (cli_parse_uint(arg, 1, LIST_MAX_RANKS, &v) != 0) {
 			cli_usage_error("--world '%s' is not a world size "
-			    "(1-4294967295)", arg);
+			    "(1-%d)", arg, LIST_MAX_RANKS);
 			return -1;
 		}
 		opts->world = (int64_t)v;

@@ -256,6 +256,13 @@ sr_allgather(struct sr_ring *ring, const void *send, size_t bytes, void *recv,
 {
 	if (begin(ring, err) != 0)
 		return -1;
+	if (bytes > SIZE_MAX / ring->world) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "%zu bytes from each of %u ranks are more than this machine "
+		    "can address", bytes, ring->world);
+		err->rank = ring->rank;
+		return -1;
+	}
 	if (ring->world == 1) {
 		if (send != recv && bytes > 0)
 			memmove(recv, send, bytes);

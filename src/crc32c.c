@@ -55,14 +55,17 @@ sr_crc32c(uint32_t crc, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
-	if (have_hw < 0) {
+	/* Threads may race here: each builds the same table, and the flag
+	 * is published after it (release), read before use (acquire). */
+	if (__atomic_load_n(&have_hw, __ATOMIC_ACQUIRE) < 0) {
+		int hw = 0;
+
 		init_table();
 #if defined(__x86_64__)
 		__builtin_cpu_init();
-		have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-#else
-		have_hw = 0;
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 #endif
+		__atomic_store_n(&have_hw, hw, __ATOMIC_RELEASE);
 	}
 	crc = ~crc;
 #if defined(__x86_64__)

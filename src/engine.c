@@ -123,6 +123,11 @@ io_error(struct run *r, enum sr_side side, ssize_t n, struct sr_error *err)
 
 /* -------------------------------------------------------------- sending */
 
+/*
+ * Bytes of s that may go: all of them, or for a send that forwards a
+ * receive, what that receive has finished (folded, and with integrity
+ * checks, verified against its trailer: nothing unverified is passed on).
+ */
 static uint64_t
 send_ready(const struct run *r, const struct sr_send *s)
 {
@@ -131,27 +136,34 @@ send_ready(const struct run *r, const struct sr_send *s)
 	if (s->gate < 0)
 		return s->len;
 	g = &r->x->recvs[s->gate];
-	return g->complete ? s->len : g->done;
+	if (g->complete)
+		return s->len;
+	return r->ring->integrity ? g->verified : g->done;
 }
 
-/* Queues the header of the next piece when its first byte (or, for an empty
- * frame, the gate's completion) allows. */
+/*
+ * Queues the header of the next piece once the whole piece is ready (for
+ * an empty frame, once the gate is complete).  A frame under way thus
+ * always has its bytes in hand: a rank that fails mid-frame finishes it
+ * with real data before its abort (ring.c), never with filler a neighbour
+ * could take for a result.
+ */
 static bool
 start_piece(struct run *r, struct sr_peer *p, struct sr_send *s)
 {
 	struct sr_frame frame = s->frame;
 	uint64_t piece = s->len - s->off;
-	uint64_t ready = send_ready(r, s);
 
 	if (piece > SR_FRAME_MAX)
 		piece = SR_FRAME_MAX;
 	if (piece == 0 ? !(s->gate < 0 || r->x->recvs[s->gate].complete) :
-	    ready <= s->off)
+	    send_ready(r, s) < s->off + piece)
 		return false;
 	frame.length = piece;
 	sr_frame_encode(&frame, p->tx_header);
 	p->tx_header_left = SR_FRAME_HEADER_LEN;
 	p->tx_payload_left = piece;
+	p->tx_data = s->data + s->off;
 	if (r->ring->integrity) {
 		p->tx_crc = sr_crc32c(0, p->tx_header, SR_FRAME_HEADER_LEN);
 		/* An empty frame's trailer is due at once. */
@@ -162,6 +174,30 @@ start_piece(struct run *r, struct sr_peer *p, struct sr_send *s)
 	}
 	s->started = true;
 	return true;
+}
+
+/* Accounts n bytes sent of the frame under way: header, payload, trailer. */
+static void
+frame_sent(struct run *r, struct sr_peer *p, struct sr_send *s, size_t n)
+{
+	size_t part = n < p->tx_header_left ? n : p->tx_header_left;
+
+	p->tx_header_left -= part;
+	n -= part;
+	part = n < p->tx_payload_left ? n : (size_t)p->tx_payload_left;
+	if (part > 0) {
+		if (r->ring->integrity)
+			p->tx_crc = sr_crc32c(p->tx_crc, p->tx_data, part);
+		p->tx_data += part;
+		s->off += part;
+		p->tx_payload_left -= part;
+		n -= part;
+		if (r->ring->integrity && p->tx_payload_left == 0) {
+			sr_put_u32le(p->tx_trailer, p->tx_crc);
+			p->tx_trailer_left = SR_TRAILER_LEN;
+		}
+	}
+	p->tx_trailer_left -= n < p->tx_trailer_left ? n : p->tx_trailer_left;
 }
 
 /* Sends what it can on one side; returns bytes moved or -1 on error. */
@@ -176,8 +212,8 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 	while (c->send >= 0) {
 		struct sr_send *s = &r->x->sends[c->send];
 		struct iovec iov[3];
-		int niov = 0;
-		uint64_t limit, payload;
+		struct msghdr msg = { .msg_iov = iov };
+		size_t payload;
 		ssize_t n;
 
 		if (p->tx_header_left == 0 && p->tx_payload_left == 0 &&
@@ -187,43 +223,24 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 				continue;
 			}
 			if (!start_piece(r, p, s))
-				break;
+				break;	/* waiting for the gate */
 		}
-		limit = send_ready(r, s);
-		if (limit > s->off + p->tx_payload_left)
-			limit = s->off + p->tx_payload_left;
-		payload = limit > s->off ? limit - s->off : 0;
-		if (payload > SR_IO_MAX)
-			payload = SR_IO_MAX;
+		payload = p->tx_payload_left > SR_IO_MAX ? SR_IO_MAX :
+		    (size_t)p->tx_payload_left;
 		if (p->tx_header_left > 0) {
-			iov[niov].iov_base = p->tx_header +
+			iov[msg.msg_iovlen].iov_base = p->tx_header +
 			    (SR_FRAME_HEADER_LEN - p->tx_header_left);
-			iov[niov++].iov_len = p->tx_header_left;
+			iov[msg.msg_iovlen++].iov_len = p->tx_header_left;
 		}
 		if (payload > 0) {
-			iov[niov].iov_base = (void *)(s->data + s->off);
-			iov[niov++].iov_len = (size_t)payload;
-			/* The piece's last bytes: its trailer can go in the
-			 * same call (a partial send takes the CRC again). */
-			if (r->ring->integrity && payload == p->tx_payload_left) {
-				sr_put_u32le(p->tx_trailer, sr_crc32c(p->tx_crc,
-				    s->data + s->off, (size_t)payload));
-				iov[niov].iov_base = p->tx_trailer;
-				iov[niov++].iov_len = SR_TRAILER_LEN;
-			}
-		} else if (p->tx_payload_left == 0 && p->tx_trailer_left > 0) {
-			iov[niov].iov_base = p->tx_trailer +
+			iov[msg.msg_iovlen].iov_base = (void *)p->tx_data;
+			iov[msg.msg_iovlen++].iov_len = payload;
+		} else if (p->tx_trailer_left > 0) {
+			iov[msg.msg_iovlen].iov_base = p->tx_trailer +
 			    (SR_TRAILER_LEN - p->tx_trailer_left);
-			iov[niov++].iov_len = p->tx_trailer_left;
+			iov[msg.msg_iovlen++].iov_len = p->tx_trailer_left;
 		}
-		if (niov == 0)
-			break;	/* waiting for the gate */
-		{
-			struct msghdr msg = { .msg_iov = iov,
-				.msg_iovlen = (size_t)niov };
-
-			n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		}
+		n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
@@ -235,34 +252,7 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 			return -1;
 		}
 		moved += n;
-		if ((size_t)n <= p->tx_header_left) {
-			p->tx_header_left -= (size_t)n;
-			continue;
-		}
-		n -= (ssize_t)p->tx_header_left;
-		p->tx_header_left = 0;
-		if (payload == 0) {
-			p->tx_trailer_left -= (size_t)n;
-			continue;
-		}
-		{
-			uint64_t body = (uint64_t)n < payload ? (uint64_t)n :
-			    payload;
-
-			if (r->ring->integrity)
-				p->tx_crc = sr_crc32c(p->tx_crc,
-				    s->data + s->off, (size_t)body);
-			s->off += body;
-			p->tx_payload_left -= body;
-			n -= (ssize_t)body;
-		}
-		if (r->ring->integrity && p->tx_payload_left == 0 &&
-		    p->tx_trailer_left == 0 && payload > 0) {
-			/* The trailer is the CRC of everything sent; part
-			 * of it may have gone already. */
-			sr_put_u32le(p->tx_trailer, p->tx_crc);
-			p->tx_trailer_left = SR_TRAILER_LEN - (size_t)n;
-		}
+		frame_sent(r, p, s, (size_t)n);
 	}
 	return moved;
 }
@@ -334,6 +324,11 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 		if (n == 0 && p->bye && p->header_got == 0 && want == NULL) {
 			p->eof = true;	/* a clean close, nothing owed */
 			return 0;
+		}
+		if (n == 0 && p->bye && p->header_got == 0) {
+			peer_error(r, side, SR_EOUT_OF_STEP, err,
+			    "the ring was closed (it finished its collectives) by");
+			return -1;
 		}
 		if (n <= 0) {
 			io_error(r, side, n, err);
@@ -515,6 +510,7 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 			if (rc == 0)
 				break;
 			moved += SR_TRAILER_LEN;
+			v->verified = c->rx_off;
 			if (c->rx_off == v->len)
 				recv_complete(r, side);
 			continue;
@@ -658,6 +654,7 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 	}
 	for (int i = 0; i < xfer->nrecvs; i++) {
 		xfer->recvs[i].done = 0;
+		xfer->recvs[i].verified = 0;
 		xfer->recvs[i].complete = false;
 	}
 	deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
@@ -665,6 +662,14 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		struct pollfd fds[2];
 		int64_t moved = 0, n;
 		int rc;
+
+		if (ring->cancel != NULL && *ring->cancel) {
+			peer_error(&r, r.side[SR_PREV].recv >= 0 ? SR_PREV :
+			    SR_NEXT, SR_EINTERRUPTED, err, "interrupted waiting for");
+			err->peer = -1;
+			err->peer_address[0] = '\0';
+			return -1;
+		}
 
 		for (int s = 0; s < 2; s++) {
 			n = pump_in(&r, (enum sr_side)s, err);
@@ -706,13 +711,6 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 				sched_yield();
 				continue;
 			}
-		}
-		if (ring->cancel != NULL && *ring->cancel) {
-			peer_error(&r, r.side[SR_PREV].recv >= 0 ? SR_PREV :
-			    SR_NEXT, SR_EINTERRUPTED, err, "interrupted waiting for");
-			err->peer = -1;
-			err->peer_address[0] = '\0';
-			return -1;
 		}
 		for (int s = 0; s < 2; s++) {
 			fds[s].fd = ring->peer[s].fd;

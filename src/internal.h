@@ -288,8 +288,10 @@ struct sr_recv {
 	const uint8_t *local;
 	bool reduce;
 	struct sr_frame frame;
-	/* Engine state: payload bytes final in data, and completion. */
+	/* Engine state: payload bytes final in data, of those the ones
+	 * whose frame passed its integrity check, and completion. */
 	uint64_t done;
+	uint64_t verified;
 	bool complete;
 };
 
@@ -326,6 +328,7 @@ struct sr_peer {
 	uint8_t tx_header[SR_FRAME_HEADER_LEN];
 	size_t tx_header_left;
 	uint64_t tx_payload_left;
+	const uint8_t *tx_data;	/* the payload still owed, in hand */
 	/* Receive state of the frame under way. */
 	uint64_t rx_payload_left;
 	/* With integrity checks: the CRC so far and the trailer. */
@@ -370,8 +373,9 @@ uint8_t *sr_ring_scratch(struct sr_ring *ring, size_t size);
 
 /* Socket syscalls move at most this many bytes at once. */
 #define SR_IO_MAX (4u << 20)
-/* Frames carry at most this much payload, so an abort can follow soon. */
-#define SR_FRAME_MAX (1u << 20)
+/* Frames carry at most this much payload: a forwarding rank sends a piece
+ * once it has all of it, so this is also the pipelining grain. */
+#define SR_FRAME_MAX (256u << 10)
 /* A reduction folds received bytes in pieces of at most this size, while
  * they are still in cache. */
 #define SR_SEGMENT (256u << 10)

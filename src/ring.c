@@ -122,11 +122,15 @@ static int64_t
 spin_budget(const struct sr_ring *ring)
 {
 	const char *mine = ring->addresses[ring->rank];
-	size_t host_len = strrchr(mine, ':') - mine;
+	const char *colon = strrchr(mine, ':');
+	size_t host_len;
 	cpu_set_t set;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t local = 0;
 
+	if (colon == NULL)
+		return 0;
+	host_len = (size_t)(colon - mine);
 	/* The cores this process may run on, not the machine's. */
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		cores = CPU_COUNT(&set);
@@ -255,17 +259,21 @@ sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err)
 }
 
 /*
- * Writes len bytes to a peer within the deadline, after first finishing
- * the frame it was in the middle of (an abort must start at a frame
- * boundary): the rest of its header, zeros for the rest of its payload,
- * and, with integrity checks, the trailer that makes them valid.
+ * Writes len bytes to a peer within the deadline.  An abort must start at
+ * a frame boundary: a frame of which nothing went out is dropped, one
+ * under way is finished first with its own bytes, which the engine only
+ * starts to send once it holds them all (engine.c, start_piece), and
+ * with integrity checks, the trailer that covers them.
  */
 static void
 send_bounded(struct sr_peer *p, bool integrity, const uint8_t *bytes,
     size_t len, int64_t deadline)
 {
-	static const uint8_t zeros[4096];
-
+	if (p->tx_header_left == SR_FRAME_HEADER_LEN) {
+		p->tx_header_left = 0;
+		p->tx_payload_left = 0;
+		p->tx_trailer_left = 0;
+	}
 	while (p->tx_header_left > 0 || p->tx_payload_left > 0 ||
 	    p->tx_trailer_left > 0 || len > 0) {
 		struct pollfd pfd = { .fd = p->fd, .events = POLLOUT };
@@ -278,9 +286,9 @@ send_bounded(struct sr_peer *p, bool integrity, const uint8_t *bytes,
 			    p->tx_header_left;
 			want = p->tx_header_left;
 		} else if (p->tx_payload_left > 0) {
-			from = zeros;
-			want = p->tx_payload_left < sizeof(zeros) ?
-			    (size_t)p->tx_payload_left : sizeof(zeros);
+			from = p->tx_data;
+			want = p->tx_payload_left > SR_IO_MAX ? SR_IO_MAX :
+			    (size_t)p->tx_payload_left;
 		} else if (p->tx_trailer_left > 0) {
 			from = p->tx_trailer + SR_TRAILER_LEN - p->tx_trailer_left;
 			want = p->tx_trailer_left;
@@ -302,13 +310,14 @@ send_bounded(struct sr_peer *p, bool integrity, const uint8_t *bytes,
 		if (p->tx_header_left > 0) {
 			p->tx_header_left -= (size_t)n;
 		} else if (p->tx_payload_left > 0) {
+			if (integrity)
+				p->tx_crc = sr_crc32c(p->tx_crc, p->tx_data,
+				    (size_t)n);
+			p->tx_data += n;
 			p->tx_payload_left -= (uint64_t)n;
-			if (integrity) {
-				p->tx_crc = sr_crc32c(p->tx_crc, zeros, (size_t)n);
-				if (p->tx_payload_left == 0) {
-					sr_put_u32le(p->tx_trailer, p->tx_crc);
-					p->tx_trailer_left = SR_TRAILER_LEN;
-				}
+			if (integrity && p->tx_payload_left == 0) {
+				sr_put_u32le(p->tx_trailer, p->tx_crc);
+				p->tx_trailer_left = SR_TRAILER_LEN;
 			}
 		} else if (p->tx_trailer_left > 0) {
 			p->tx_trailer_left -= (size_t)n;

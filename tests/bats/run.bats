@@ -33,6 +33,12 @@ load helpers
 	run "$SR" run --world 0
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--world '0' is not a world size"* ]]
+	run "$SR" run --world 100000000
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--world '100000000' is not a world size (1-65536)"* ]]
+	run env SLURM_PROCID=0 SLURM_NTASKS=100000000 "$SR" run --dry-run </dev/null
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"SLURM_NTASKS='100000000' is not a world size (1-65536)"* ]]
 	run "$SR" run --timeout 0
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--timeout '0' is not a positive number of seconds"* ]]
