@@ -28,6 +28,8 @@
 /* Handshakes read at once; more connections wait in the kernel backlog. */
 #define PENDING_MAX 16
 #define MESSAGE_MAX SR_RESPONSE_LEN
+/* Out of descriptors, the listener rests this long before accepting. */
+#define ACCEPT_PAUSE_NS (100LL * 1000000)
 
 /* One message to send, then one to receive, on a socket. */
 struct exchange {
@@ -76,6 +78,7 @@ struct acceptor {
 	struct pending pending[PENDING_MAX];
 	int npending;
 	unsigned long rejected;
+	int64_t paused_until;	/* out of descriptors: accept later */
 	bool last_was_auth;
 	char last_from[SR_ADDR_MAX];
 	char last_reason[200];
@@ -344,8 +347,13 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 			    "answer");
 			return 0;
 		}
-		if (rc < 0)
-			return auth_failed(err, c->peer, c->address, why);
+		if (rc < 0) {
+			/* Closed before its verdict on this rank's proof: the
+			 * acceptor dropped the link (a flood of strays, or it
+			 * restarted).  A rejection would have come as one. */
+			connector_retry(f, why);
+			return 0;
+		}
 		if (c->x.stage == STAGE_HELLO)
 			rc = connector_verdict(f, err);
 		else if (c->x.stage == STAGE_CHALLENGE)
@@ -394,6 +402,28 @@ pending_drop(struct acceptor *a, int i)
 	a->npending--;
 }
 
+/*
+ * Drops the oldest connection still silent about its hello to make room:
+ * it has had the longest to speak.  One past its hello (the real previous
+ * rank, likely, mid-authentication) keeps its place.
+ */
+static bool
+make_room(struct formation *f)
+{
+	struct acceptor *a = &f->a;
+	char from[SR_ADDR_MAX];
+
+	for (int i = 0; i < a->npending; i++)
+		if (a->pending[i].x.stage == STAGE_HELLO) {
+			snprintf(from, sizeof(from), "%s", a->pending[i].address);
+			pending_drop(a, i);
+			reject(f, from, false, "too many pending handshakes; "
+			    "dropped the oldest");
+			return true;
+		}
+	return false;
+}
+
 static void
 acceptor_accept(struct formation *f)
 {
@@ -406,17 +436,24 @@ acceptor_accept(struct formation *f)
 		peer.len = sizeof(peer.ss);
 		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
+		    errno == ENOBUFS || errno == ENOMEM)) {
+			/* The connection stays queued; polling the listener
+			 * now would spin. */
+			a->paused_until = sr_clock_ns() + ACCEPT_PAUSE_NS;
+			reject(f, "the listener", false, "cannot accept: %s",
+			    strerror(errno));
+			return;
+		}
 		if (fd < 0)
 			return; /* EAGAIN, or a stray that reset: keep waiting */
-		if (a->npending == PENDING_MAX) {
-			/* The oldest pending handshake makes room: it has had
-			 * the longest to speak. */
+		if (a->npending == PENDING_MAX && !make_room(f)) {
 			char from[SR_ADDR_MAX];
 
-			snprintf(from, sizeof(from), "%s", a->pending[0].address);
-			pending_drop(a, 0);
-			reject(f, from, false, "too many pending handshakes; "
-			    "dropped the oldest");
+			sr_sock_format(&peer, from, sizeof(from));
+			close(fd);
+			reject(f, from, false, "too many pending handshakes");
+			continue;
 		}
 		p = &a->pending[a->npending++];
 		memset(p, 0, sizeof(*p));
@@ -678,8 +715,10 @@ form_loop(struct formation *f, struct sr_error *err)
 		}
 		if (a->prev_fd < 0) {
 			lidx = nfds;
-			fds[nfds].fd = a->listen_fd;
+			fds[nfds].fd = now < a->paused_until ? -1 : a->listen_fd;
 			fds[nfds++].events = POLLIN;
+			if (now < a->paused_until && a->paused_until < wake)
+				wake = a->paused_until;
 			for (int i = 0; i < a->npending; i++) {
 				fds[nfds].fd = a->pending[i].fd;
 				fds[nfds++].events = exchange_events(&a->pending[i].x);
