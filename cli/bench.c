@@ -56,6 +56,8 @@ const char usage_bench[] =
 "                           (default 0.5)\n"
 "      --fail-slow          links: exit 6 when a link is slow\n"
 "      --csv                CSV on stdout instead of the table\n"
+"      --corrupt RANK:INDEX  a test hook: flip result element INDEX on RANK\n"
+"                           before the check (which must then fail)\n"
 "  -h, --help               this text\n"
 "\n"
 "With --json: one record a line: header, result (one per row), link,\n"
@@ -77,6 +79,7 @@ struct sweep {
 	struct sr_ring *ring;
 	const struct bench_options *o;
 	FILE *out;
+	char record_why[160];	/* why a row could not be recorded */
 	uint32_t rank, world;
 	uint8_t *send, *recv;
 	uint64_t iters_max;
@@ -132,6 +135,9 @@ parse(int argc, char **argv, struct cli_ring *ring, struct bench_options *o)
 		if (c == ':')
 			return cli_usage_error("bench: %s needs a value",
 			    argv[optind - 1]);
+		if (c == '?' && optopt != 0)
+			return cli_usage_error("bench: unknown option '-%c'",
+			    optopt);
 		if (c == '?')
 			return cli_usage_error("bench: unknown option '%s'",
 			    argv[optind - 1]);
@@ -550,8 +556,11 @@ record(struct sweep *s, const struct row *row)
 	s->wrong_rows += row->wrong > 0;
 	if (bench_below_min(s->o, row->size, s->last_size, row->busbw)) {
 		grown = realloc(s->below, (s->nbelow + 1) * sizeof(*grown));
-		if (grown == NULL)
+		if (grown == NULL) {
+			snprintf(s->record_why, sizeof(s->record_why),
+			    "out of memory");
 			return -1;
+		}
 		s->below = grown;
 		s->below[s->nbelow++] = *row;
 	}
@@ -563,7 +572,13 @@ record(struct sweep *s, const struct row *row)
 		row_csv(s->out, s, row);
 	else
 		row_text(s->out, s, row);
-	fflush(s->out);
+	/* Nobody reads the results any more (| head): stop now, not after
+	 * the whole sweep. */
+	if (fflush(s->out) != 0 || ferror(s->out)) {
+		snprintf(s->record_why, sizeof(s->record_why), "writing the "
+		    "results: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -582,8 +597,8 @@ run_row(struct sweep *s, struct row *row)
 		s->err.code = SR_ENOMEM;
 		s->err.phase = SR_PHASE_COLLECTIVE;
 		s->err.rank = s->rank;
-		snprintf(s->err.message, sizeof(s->err.message),
-		    "out of memory");
+		snprintf(s->err.message, sizeof(s->err.message), "%s",
+		    s->record_why);
 		sr_ring_abort(s->ring, &s->err);
 		return -1;
 	}

@@ -185,12 +185,45 @@ cli_report(const struct sr_error *err, bool json)
 	return cli_exit_for(err);
 }
 
+/* The length of the valid UTF-8 sequence at s, or 0. */
+static int
+utf8_length(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 :
+	    s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) ||
+	    (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0;	/* overlong, or a surrogate */
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) ||
+	    (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
 void
 json_string(FILE *out, const char *s)
 {
 	putc('"', out);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
+
+		/* Text from peers and files may be any bytes; JSON must be
+		 * UTF-8: valid sequences pass, other bytes become U+FFFD. */
+		if (c >= 0x80) {
+			int n = utf8_length((const unsigned char *)s);
+
+			if (n == 0) {
+				fputs("\\ufffd", out);
+				continue;
+			}
+			fwrite(s, 1, (size_t)n, out);
+			s += n - 1;
+			continue;
+		}
 
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);

@@ -74,7 +74,13 @@ check_address(const char *a, char *why, size_t why_size)
 	}
 	errno = 0;
 	port = strtoul(colon + 1, &stop, 10);
-	if (colon[1] < '0' || colon[1] > '9' || *stop != '\0' || errno != 0 ||
+	/* No leading zero: "5000" and "05000" must not be two addresses. */
+	if (colon[1] == '0' && colon[2] != '\0') {
+		snprintf(why, why_size, "'%s': write the port without a "
+		    "leading zero", a);
+		return -1;
+	}
+	if (colon[1] < '1' || colon[1] > '9' || *stop != '\0' || errno != 0 ||
 	    port == 0 || port > 65535) {
 		snprintf(why, why_size, "'%s' has no port from 1 to 65535", a);
 		return -1;
@@ -401,6 +407,11 @@ list_parse(const char *text, size_t len, const char *name,
 	size_t i = 0;
 
 	memset(out, 0, sizeof(*out));
+	/* A byte-order mark, as some editors write, is not part of the list. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	while (i < len && strchr(" \t\r\n", text[i]) != NULL && text[i])
 		i++;
 	bool json = looks_like_json(text, len, i);

@@ -269,6 +269,7 @@ const struct rendezvous_backend rendezvous_env = { "env", env_preload,
  */
 struct dir_state {
 	char mine[4096];
+	bool done;	/* the ring formed: the file was removed */
 };
 
 static int
@@ -462,11 +463,19 @@ dir_done(struct rendezvous *r)
 
 	if (st != NULL && st->mine[0] != '\0')
 		unlink(st->mine);
+	if (st != NULL)
+		st->done = true;
 }
 
+/* A rank that fails takes its file with it, or a rerun of the job would
+ * read its dead address. */
 static void
 dir_close(struct rendezvous *r)
 {
+	struct dir_state *st = r->state;
+
+	if (st != NULL && !st->done && st->mine[0] != '\0')
+		unlink(st->mine);
 	free(r->state);
 	r->state = NULL;
 }
@@ -522,6 +531,7 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		struct pollfd pfd = { .fd = launch_fd(r), .events = POLLIN };
 		int64_t left = (deadline - cli_now_ns()) / 1000000;
 		ssize_t got;
+		int rc;
 
 		if (n >= 2 && memcmp(buf + n - 2, "\n\n", 2) == 0)
 			break;
@@ -533,11 +543,15 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			    r->timeout);
 			return -1;
 		}
-		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0 &&
-		    errno == EINTR && cli_interrupted) {
+		rc = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+		if (cli_interrupted) {
 			interrupted(err, "the launcher");
 			return -1;
 		}
+		/* Read only what poll says is there: a blocking read would
+		 * outlive the deadline and a signal. */
+		if (rc <= 0)
+			continue;
 		got = read(pfd.fd, buf + n, sizeof(buf) - 1 - n);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;

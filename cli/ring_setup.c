@@ -159,6 +159,7 @@ struct setup {
 	uint8_t key[KEY_MAX];
 	size_t key_len;
 	char bearer[65];	/* the key's HTTP token */
+	char job[32];		/* dir: file key from --token */
 };
 
 static int
@@ -554,6 +555,7 @@ obtain_list(struct setup *s)
 		s->rank = 0;
 		s->rank_source = "a world of one (no address list)";
 		s->world = 1;
+		s->world_source = "a world of one";
 		return 0;
 	}
 	cli_debug("address list from %s: %s", origin, source);
@@ -569,7 +571,14 @@ obtain_list(struct setup *s)
 		s->rdv.timeout = 0;
 		s->deadline = cli_now_ns();
 	}
-	s->rdv.job = s->opts->token != NULL ? s->opts->token : discover_job();
+	if (s->opts->token != NULL) {
+		/* The key names files: the token's hash, never its text. */
+		snprintf(s->job, sizeof(s->job), "token-%016llx",
+		    (unsigned long long)discover_hash(s->opts->token));
+		s->rdv.job = s->job;
+	} else {
+		s->rdv.job = discover_job();
+	}
 	rc = s->rdv.backend->preload(&s->rdv, s->world, &s->list, &s->err);
 	if (rc < 0)
 		return -1;
@@ -621,15 +630,15 @@ form(struct setup *s, struct sr_ring **ring)
 	    (unsigned long long)((s->rank + s->world - 1) % s->world),
 	    s->list.addr[(s->rank + s->world - 1) % s->world]);
 	/* A shared directory's files go once every rank has read them. */
-	if (s->rdv.backend == &rendezvous_dir) {
-		if (sr_barrier(*ring, &err) != 0) {
-			s->err = err;
-			sr_ring_close(*ring);
-			*ring = NULL;
-			return -1;
-		}
-		s->rdv.backend->done(&s->rdv);
+	if (s->rdv.backend == &rendezvous_dir &&
+	    sr_barrier(*ring, &err) != 0) {
+		s->err = err;
+		sr_ring_close(*ring);
+		*ring = NULL;
+		return -1;
 	}
+	if (s->rdv.backend != NULL)
+		s->rdv.backend->done(&s->rdv);
 	if (strays > 0)
 		cli_status("rejected %lu stray connection(s) while forming the "
 		    "ring", strays);
@@ -645,6 +654,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	int rc = -1;
 
 	memset(&s, 0, sizeof(s));
+	s.rank = s.world = -1;
 	s.opts = opts;
 	sr_error_clear(&s.err);
 	*ring = NULL;

@@ -62,6 +62,12 @@ slurp(int fd, const char *name, size_t *len, char *why, size_t why_size)
 		got = read(fd, buf + n, cap - n);
 		if (got < 0 && errno == EINTR && !cli_interrupted)
 			continue;
+		if (got < 0 && cli_interrupted) {
+			snprintf(why, why_size, "interrupted while reading the "
+			    "script %s", name);
+			free(buf);
+			return NULL;
+		}
 		if (got < 0) {
 			snprintf(why, why_size, "reading the script %s: %s", name,
 			    strerror(errno));
@@ -76,29 +82,42 @@ slurp(int fd, const char *name, size_t *len, char *why, size_t why_size)
 	return buf;
 }
 
+/* A script that cannot be used: one line on stderr, a record with --json. */
 static int
-load_script(const char *path, struct script **out)
+script_error(const char *why, bool json)
+{
+	struct sr_error err;
+
+	sr_error_clear(&err);
+	err.code = cli_interrupted ? SR_EINTERRUPTED : SR_ECONFIG;
+	err.phase = SR_PHASE_CONFIG;
+	snprintf(err.message, sizeof(err.message), "%.*s",
+	    (int)sizeof(err.message) - 1, why);
+	return cli_report(&err, json);
+}
+
+static int
+load_script(const char *path, bool json, struct script **out)
 {
 	char why[1024], *text;
 	const char *name = path != NULL ? path : "<stdin>";
 	size_t len;
 	int fd = 0, rc;
 
-	if (path != NULL && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return cli_usage_error("--script '%s': %s", path, strerror(errno));
+	if (path != NULL && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(why, sizeof(why), "--script '%s': %s", path,
+		    cli_interrupted ? "interrupted" : strerror(errno));
+		return script_error(why, json);
+	}
 	text = slurp(fd, name, &len, why, sizeof(why));
 	if (path != NULL)
 		close(fd);
-	if (text == NULL) {
-		cli_error("%s", why);
-		return EXIT_USAGE;
-	}
+	if (text == NULL)
+		return script_error(why, json);
 	rc = script_parse(text, len, name, out, why, sizeof(why));
 	free(text);
-	if (rc != 0) {
-		cli_error("%s", why);
-		return EXIT_USAGE;
-	}
+	if (rc != 0)
+		return script_error(why, json);
 	return EXIT_OK;
 }
 
@@ -133,6 +152,9 @@ cmd_run(int argc, char **argv)
 		if (c == ':')
 			return cli_usage_error("run: %s needs a value",
 			    argv[optind - 1]);
+		if (c == '?' && optopt != 0)
+			return cli_usage_error("run: unknown option '-%c'",
+			    optopt);
 		if (c == '?')
 			return cli_usage_error("run: unknown option '%s'",
 			    argv[optind - 1]);
@@ -144,7 +166,8 @@ cmd_run(int argc, char **argv)
 		return cli_usage_error("run: unexpected argument '%s'",
 		    argv[optind]);
 	cli_signals_install();
-	if (!opts.dry_run && (rc = load_script(script_path, &script)) != 0)
+	if (!opts.dry_run &&
+	    (rc = load_script(script_path, opts.json, &script)) != 0)
 		return rc;
 	rc = cli_ring_open(&opts, &ring, NULL, NULL);
 	if (rc == EXIT_OK && ring != NULL) {
