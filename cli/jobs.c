@@ -7,7 +7,8 @@
  * world address pointers (calloc'd, so pages no rank touched cost no
  * memory), an open-addressing index from address to rank that grows with
  * the registrations, and, once complete, the list text every GET serves.
- * Ranks are never freed, so the lowest free rank only moves up.
+ * A registration taken back (DELETE, before the job is complete) frees
+ * its rank, so the lowest free rank can move down again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -233,6 +234,31 @@ index_put(uint32_t *index, uint64_t size, const char *address, uint64_t rank)
 	index[i] = (uint32_t)(rank + 1);
 }
 
+/*
+ * Takes rank's address out of the index.  Linear probing has no
+ * tombstones here: the entries after the hole in its probe run move back
+ * into it when their home slot is not between the hole and them, so that
+ * no lookup stops early at the hole (Knuth's algorithm R).
+ */
+static void
+index_remove(struct job *j, uint64_t rank)
+{
+	uint64_t mask = j->index_size - 1, hole, i, home;
+
+	for (hole = hash(j->addr[rank]) & mask; j->index[hole] != rank + 1;
+	    hole = (hole + 1) & mask)
+		continue;
+	j->index[hole] = 0;
+	for (i = (hole + 1) & mask; j->index[i] != 0; i = (i + 1) & mask) {
+		home = hash(j->addr[j->index[i] - 1]) & mask;
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		j->index[hole] = j->index[i];
+		j->index[i] = 0;
+		hole = i;
+	}
+}
+
 /* Makes room for one more address (at most half full); -1 on ENOMEM. */
 static int
 index_reserve(struct job *j)
@@ -431,7 +457,8 @@ job_complete(struct job *j)
 	return 0;
 }
 
-/* Drops a job that a failed first registration left empty. */
+/* Drops a job that a failed first registration, or the last
+ * registration taken back, left empty. */
 static void
 drop_if_empty(struct jobs *t, struct job *j)
 {
@@ -553,6 +580,36 @@ jobs_register(struct jobs *t, const char *name,
 	}
 	j->touched = now;
 	*rank = (int64_t)r;
+	return JOBS_OK;
+}
+
+enum jobs_result
+jobs_unregister(struct jobs *t, const char *name, const char *address,
+    int64_t now, int64_t *rank, char *why, size_t why_size)
+{
+	struct job *j = jobs_find(t, name, now);
+	int64_t held = j != NULL ? index_find(j, address) : -1;
+	char shown[SR_ADDR_MAX];
+
+	if (held < 0) {
+		snprintf(why, why_size, "%s holds no rank in job %s",
+		    jobs_printable(address, shown, sizeof(shown)), name);
+		return JOBS_MISSING;
+	}
+	/* The list may be in the hands of every rank by now: taking an
+	 * address out of it would change nothing for them. */
+	if (j->list != NULL) {
+		snprintf(why, why_size, "job %s is complete", j->name);
+		return JOBS_CONFLICT;
+	}
+	index_remove(j, (uint64_t)held);
+	free(j->addr[held]);
+	j->addr[held] = NULL;
+	j->present--;
+	if ((uint64_t)held < j->lowest_free)
+		j->lowest_free = (uint64_t)held;
+	*rank = held;
+	drop_if_empty(t, j);
 	return JOBS_OK;
 }
 

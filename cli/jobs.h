@@ -27,20 +27,24 @@ struct jobs_limits {
 				 * registration */
 };
 
-/* One rank's registration: what a POST body says (-1 = not given). */
+/* One rank's registration: what a POST body says (-1 = not given); a
+ * DELETE body says only the address. */
 struct jobs_registration {
 	char address[SR_ADDR_MAX];
 	int64_t world;
 	int64_t rank;
 };
 
-/* What jobs_register did; serve.c maps these to HTTP statuses. */
+/* What jobs_register and jobs_unregister did; serve.c maps these to
+ * HTTP statuses. */
 enum jobs_result {
-	JOBS_OK,		/* 200: *rank holds this address's rank */
+	JOBS_OK,		/* 200: *rank holds (or held) this address's
+				 * rank */
 	JOBS_BAD,		/* 400: out of range, world missing */
 	JOBS_CONFLICT,		/* 409: world differs, rank held, done */
 	JOBS_FULL,		/* 503: too many jobs */
-	JOBS_NOMEM		/* 503: out of memory */
+	JOBS_NOMEM,		/* 503: out of memory */
+	JOBS_MISSING		/* 404: the address holds no rank there */
 };
 
 struct jobs;
@@ -78,6 +82,20 @@ int jobs_parse_registration(const char *body, size_t len,
 enum jobs_result jobs_register(struct jobs *t, const char *name,
     const struct jobs_registration *reg, int64_t now, int64_t *rank,
     int64_t *world, bool *completed, char *why, size_t why_size);
+
+/*
+ * Takes address's registration out of job name at time now, so that a
+ * rank that failed before the ring formed leaves no dead address for a
+ * rerun of the job.  JOBS_OK with *rank the rank it held, which is free
+ * again (a job left with no registration is dropped); JOBS_MISSING when
+ * there is no such job or address holds no rank in it; JOBS_CONFLICT
+ * when the job is complete (its list may have gone out: it stays until
+ * it expires).  Otherwise why says what was wrong.  The job's expiry is
+ * not moved.
+ */
+enum jobs_result jobs_unregister(struct jobs *t, const char *name,
+    const char *address, int64_t now, int64_t *rank, char *why,
+    size_t why_size);
 
 /* The job called name, or NULL when there is none (or it expired). */
 struct job *jobs_find(struct jobs *t, const char *name, int64_t now);

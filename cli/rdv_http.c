@@ -10,6 +10,9 @@
  * the rendezvous deadline; 4xx answers fail at once.  A server that
  * answers the POST with 404, 405 or 501 serves a static file (python3 -m
  * http.server, nginx): nothing is published and the file is the list.
+ * A rank that registered and then fails before the ring forms (done is
+ * never called) takes its registration back at close with a DELETE, so
+ * that a rerun of the job does not get its dead address.
  *
  * The bearer token, when the server wants one, is the rendezvous' bearer
  * field or the text of the file named by $SILVIC_RING_HTTP_TOKEN_FILE.
@@ -89,6 +92,9 @@ const struct rendezvous_backend rendezvous_http = { "http", http_preload,
 /* The first attempt gets at least this (ms), past the deadline too: a
  * dry run (timeout 0) looks once. */
 #define FIRST_TRY_MS 2000
+/* Taking a registration back is worth this much of a failing rank's
+ * exit (ms), connecting included. */
+#define WITHDRAW_MS 1000
 
 struct http {
 	CURL *curl;
@@ -99,6 +105,9 @@ struct http {
 	bool is_static;
 	bool once;			/* a dry run: look, change nothing */
 	bool tried;			/* an attempt was made */
+	bool registered;		/* the server gave this address a rank */
+	bool done;			/* the ring formed */
+	char address[SR_ADDR_MAX];	/* what was registered */
 	char said[SNIPPET_MAX + 8];	/* the server's last "not yet" */
 	char failure[CURL_ERROR_SIZE + SNIPPET_MAX + 64];
 	char errbuf[CURL_ERROR_SIZE];
@@ -429,6 +438,11 @@ refused(struct http *h, const char *what, long status, const struct body *b,
 		    discover_http_token_file() == NULL ?
 		    " (pass the server's --token-file as --key-file, or set "
 		    "SILVIC_RING_HTTP_TOKEN_FILE to it)" : "");
+	/* A conflict (world size, a rank held, a complete job) is the
+	 * rendezvous failing, not this rank's command line. */
+	if (status == 409)
+		return rdv_error(err, SR_EIO, "%s %s: %ld: %s", what, h->shown,
+		    status, text[0] ? text : "(no text)");
 	return rdv_error(err, SR_ECONFIG, "%s %s: %ld: %s", what, h->shown,
 	    status, text[0] ? text : "(no text)");
 }
@@ -550,9 +564,14 @@ http_publish(struct rendezvous *r, const char *address, int64_t *rank,
 		    err);
 		if (rc < 0)
 			return -1;
-		if (rc == 0 && status == 200)
+		if (rc == 0 && status == 200) {
 			rc = assigned(h, &b, rank, world, err);
-		else if (rc == 0 && (status == 404 || status == 405 ||
+			if (rc == 0) {
+				h->registered = true;
+				snprintf(h->address, sizeof(h->address), "%s",
+				    address);
+			}
+		} else if (rc == 0 && (status == 404 || status == 405 ||
 		    status == 501)) {
 			/* A static file server: the URL is a list. */
 			h->is_static = true;
@@ -682,9 +701,64 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	}
 }
 
+/*
+ * DELETEs this rank's registration (best effort, within WITHDRAW_MS) and
+ * says how it went: a complete job keeps it, as its list went out.
+ */
+static void
+withdraw(struct rendezvous *r, struct http *h)
+{
+	char body_text[SR_ADDR_MAX + 16], text[SNIPPET_MAX + 8];
+	struct body b;
+	long status = 0;
+	CURLcode rc;
+
+	memset(&b, 0, sizeof(b));
+	b.max = REGISTER_MAX;
+	h->errbuf[0] = '\0';
+	snprintf(body_text, sizeof(body_text), "address=%s\n", h->address);
+	curl_easy_setopt(h->curl, CURLOPT_URL, r->source);
+	curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body_text);
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE,
+	    (long)strlen(body_text));
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)WITHDRAW_MS);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)WITHDRAW_MS);
+	/* Not cut short by the SIGINT that may be why this rank stops. */
+	curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 1L);
+	rc = curl_easy_perform(h->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+	snippet(b.data != NULL ? b.data : "", b.len, text, sizeof(text));
+	free(b.data);
+	if (rc != CURLE_OK)
+		cli_warn("could not take the registration of %s back from %s: "
+		    "%s; a rerun of the job may get this dead address until "
+		    "the job expires", h->address, h->shown,
+		    h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
+	else if (status == 200)
+		cli_status("took the registration of %s back from %s: %ld: %s",
+		    h->address, h->shown, status, text);
+	else if (status == 404)
+		cli_status("the registration of %s at %s is gone already: %s",
+		    h->address, h->shown, text);
+	else if (status == 409)
+		cli_status("the registration of %s at %s stays: %s", h->address,
+		    h->shown, text);
+	else
+		cli_warn("could not take the registration of %s back from %s: "
+		    "%ld: %s", h->address, h->shown, status,
+		    text[0] ? text : "(no text)");
+}
+
 static void
 http_done(struct rendezvous *r)
 {
+	struct http *h = r->state;
+
+	if (h != NULL)
+		h->done = true;
 }
 
 static void
@@ -694,6 +768,8 @@ http_close(struct rendezvous *r)
 
 	if (h == NULL)
 		return;
+	if (h->registered && !h->done)
+		withdraw(r, h);
 	curl_easy_cleanup(h->curl);
 	curl_slist_free_all(h->headers);
 	free(h);

@@ -1,6 +1,7 @@
 /*
  * serve.c - `silvic-ring serve`: the HTTP rendezvous server.  Ranks post
- * their address to a job and long-poll for the job's complete list.  The
+ * their address to a job and long-poll for the job's complete list; a
+ * rank that fails before the ring forms takes its address back.  The
  * HTTP is libmicrohttpd's; the job table is jobs.c; this file maps one to
  * the other, holds waiting requests, and owns the process.
  *
@@ -18,6 +19,17 @@
  *                      "127.0.0.1:5000 already holds rank 1", "job NAME
  *                      is complete"; 413 body over 4 KiB; 503 too many
  *                      jobs (--max-jobs) or out of memory.
+ *   DELETE /jobs/NAME  body: "address=HOST:PORT" only, read as a POST's.
+ *                      Takes that address's registration back while the
+ *                      job is not complete: 200 "removed rank R"; rank R
+ *                      is free again, and a job left with no
+ *                      registration is gone.  404 "HOST:PORT holds no
+ *                      rank in job NAME" (also when there is no such
+ *                      job); 409 "job NAME is complete" (its list may
+ *                      have gone out: the job stays until it expires);
+ *                      400 and 413 as for POST.  Ranks send it when they
+ *                      fail before the ring forms, so that a rerun of
+ *                      the job does not get their dead address.
  *   GET /jobs/NAME[?wait=SECONDS]
  *                      200 once the job is complete: a comment line
  *                      "# silvic-ring job NAME, world N", then each
@@ -80,7 +92,9 @@ const char usage_serve[] =
 "\n"
 "An HTTP rendezvous server: ranks started with --peers\n"
 "http://HOST:PORT/jobs/NAME post their address and receive the job's\n"
-"complete address list.  The first line on stdout is the URL served.\n"
+"complete address list; a rank that fails before the ring forms takes its\n"
+"registration back (DELETE /jobs/NAME with address=HOST:PORT).  The first\n"
+"line on stdout is the URL served.\n"
 "SIGINT or SIGTERM stop it (exit status 0).\n"
 "\n"
 "      --listen HOST:PORT   listen there (default 127.0.0.1:0, a free port;\n"
@@ -249,11 +263,12 @@ typedef enum MHD_Result mhd_result;
 struct request {
 	struct jobs_waiter w;	/* first: a waiter is its request */
 	struct MHD_Connection *conn;
-	bool post;
+	bool upload;		/* POST or DELETE: a body follows */
+	bool remove;		/* DELETE */
 	bool resumed;		/* answer now, whatever the state */
 	bool at_stop;		/* resumed by stop(): answer 503, and
 				 * stop() waits until it is sent */
-	char *body;		/* POST: JOBS_BODY_MAX bytes */
+	char *body;		/* POST, DELETE: JOBS_BODY_MAX bytes */
 	size_t len;
 	double wait;		/* GET: ?wait= seconds */
 };
@@ -341,7 +356,7 @@ reply(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
 		    "Bearer realm=\"silvic-ring\"");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-		    "GET, HEAD, POST");
+		    "DELETE, GET, HEAD, POST");
 	rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;
@@ -496,6 +511,44 @@ answer_post(struct server *s, struct request *rq)
 	    (long long)rank, (long long)world);
 }
 
+/* DELETE: takes an address's registration back. */
+static mhd_result
+answer_delete(struct server *s, struct request *rq)
+{
+	static const unsigned int status[] = {
+		[JOBS_OK] = MHD_HTTP_OK,
+		[JOBS_BAD] = MHD_HTTP_BAD_REQUEST,
+		[JOBS_CONFLICT] = MHD_HTTP_CONFLICT,
+		[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
+		[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
+		[JOBS_MISSING] = MHD_HTTP_NOT_FOUND,
+	};
+	struct jobs_registration reg;
+	enum jobs_result res;
+	char why[SR_MESSAGE_MAX];
+	int64_t rank;
+
+	if (rq->len > JOBS_BODY_MAX)
+		return reply(rq->conn, 413, "the body is larger than %d bytes",
+		    JOBS_BODY_MAX);
+	if (jobs_parse_registration(rq->body, rq->len, &reg, why,
+		sizeof(why)) != 0)
+		return reply(rq->conn, MHD_HTTP_BAD_REQUEST, "%s", why);
+	if (reg.world >= 0 || reg.rank >= 0)
+		return reply(rq->conn, MHD_HTTP_BAD_REQUEST, "a DELETE body is "
+		    "address=HOST:PORT alone, without world or rank");
+	pthread_mutex_lock(&s->lock);
+	res = jobs_unregister(s->jobs, rq->w.job, reg.address, cli_now_ns(),
+	    &rank, why, sizeof(why));
+	pthread_mutex_unlock(&s->lock);
+	if (res != JOBS_OK)
+		return reply(rq->conn, status[res], "%s", why);
+	cli_status("job %s: %s took rank %lld back", rq->w.job, reg.address,
+	    (long long)rank);
+	return reply(rq->conn, MHD_HTTP_OK, "removed rank %lld",
+	    (long long)rank);
+}
+
 /* ------------------------------------------------------------ requests */
 
 /* The first call, with the headers: checks everything that needs no
@@ -506,6 +559,7 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 {
 	const char *length, *wait_text, *name;
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	bool remove = strcmp(method, "DELETE") == 0;
 	struct request *rq;
 	uint64_t content_length = 0;
 	double wait = 0;
@@ -519,9 +573,9 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 		return reply(c, MHD_HTTP_NOT_FOUND, "no such path; jobs are at "
 		    "/jobs/NAME");
 	name = url + 6;
-	if (!get && strcmp(method, "POST") != 0)
+	if (!get && !remove && strcmp(method, "POST") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not "
-		    "allowed on /jobs/NAME (GET, HEAD, POST)", method);
+		    "allowed on /jobs/NAME (DELETE, GET, HEAD, POST)", method);
 	if (!jobs_name_valid(name))
 		return reply(c, MHD_HTTP_BAD_REQUEST, "job name '%s' is not 1 "
 		    "to %d of A-Z a-z 0-9 . _ -", jobs_printable(name, shown,
@@ -555,7 +609,8 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 		return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
 	}
 	rq->conn = c;
-	rq->post = !get;
+	rq->upload = !get;
+	rq->remove = remove;
 	rq->wait = wait;
 	snprintf(rq->w.job, sizeof(rq->w.job), "%s", name);
 	*out = rq;
@@ -575,7 +630,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (rq == NULL)
 		return start_request(s, c, url, method,
 		    (struct request **)req_cls);
-	if (!rq->post)
+	if (!rq->upload)
 		return answer_get(s, rq);
 	if (*upload_size > 0) {
 		/* MHD cannot answer in the middle of a body: a chunked
@@ -587,7 +642,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		*upload_size = 0;
 		return rq->len <= DISCARD_MAX ? MHD_YES : MHD_NO;
 	}
-	return answer_post(s, rq);
+	return rq->remove ? answer_delete(s, rq) : answer_post(s, rq);
 }
 
 static void

@@ -4,7 +4,7 @@
  * checked step by step against a small model of the table kept here.
  *
  * Input: three bytes of limits (max_jobs 1-4, max_ranks 1-16, ttl 1-256
- * clock units), then operations, one opcode byte (mod 6) and its operands
+ * clock units), then operations, one opcode byte (mod 7) and its operands
  * each; an operation cut short by the end is dropped.
  *	0 J A W R	POST: job J, address A of a fixed pool, world W, rank R,
  *			written as a body and parsed first
@@ -13,9 +13,12 @@
  *	3 T		the clock moves T units forward
  *	4		sweep expired jobs
  *	5 L name	jobs_name_valid on L raw bytes
+ *	6 J A		DELETE: job J takes address A of the pool back,
+ *			written as a body and parsed first
  * Jobs are named from a fixed pool of valid names (serve.c checks names
  * before the table sees them).  Checked after every operation: each
- * result, rank, world and completion, the job count, which jobs expire,
+ * result, rank, world and completion, the job count, which jobs expire
+ * and which a DELETE of their last registration drops,
  * the served list (a comment, then the addresses in rank order), the
  * progress text cut to any size; and that on_drop sees every job exactly
  * once (a GET hangs an aux block on a job, which on_drop frees).
@@ -168,6 +171,31 @@ model_register(struct model *m, size_t name,
 	return JOBS_OK;
 }
 
+/* jobs_unregister as jobs.h describes it. */
+static enum jobs_result
+model_unregister(struct model *m, size_t name, const char *address,
+    int64_t now, int64_t *rank)
+{
+	struct model_job *mj = model_find(m, name, now);
+	uint64_t r;
+
+	if (mj == NULL)
+		return JOBS_MISSING;
+	for (r = 0; r < mj->world; r++)
+		if (mj->held[r] && strcmp(mj->addr[r], address) == 0)
+			break;
+	if (r == mj->world)
+		return JOBS_MISSING;
+	if (mj->present == mj->world)
+		return JOBS_CONFLICT;
+	mj->held[r] = false;
+	mj->present--;
+	*rank = (int64_t)r;
+	if (mj->present == 0)
+		model_drop(m, mj);
+	return JOBS_OK;
+}
+
 static void
 check_table(const struct jobs *t, const struct model *m,
     const struct drops *d)
@@ -289,6 +317,27 @@ do_register(struct jobs *t, struct model *m, size_t name,
 		FUZZ_CHECK(why[0] != '\0' && memchr(why, '\0', sizeof(why)));
 }
 
+static void
+do_unregister(struct jobs *t, struct model *m, size_t name,
+    const struct jobs_registration *reg, int64_t now)
+{
+	int64_t rank = -2, mrank = -3;
+	enum jobs_result got, want;
+	char why[SR_MESSAGE_MAX] = "";
+
+	got = jobs_unregister(t, names[name], reg->address, now, &rank, why,
+	    sizeof(why));
+	want = model_unregister(m, name, reg->address, now, &mrank);
+	if (got != want)
+		fprintf(stderr, "jobs_unregister gave %d (%s), the model %d\n",
+		    (int)got, why, (int)want);
+	FUZZ_CHECK(got == want);
+	if (got == JOBS_OK)
+		FUZZ_CHECK(rank == mrank);
+	else
+		FUZZ_CHECK(why[0] != '\0' && memchr(why, '\0', sizeof(why)));
+}
+
 static bool
 name_valid(const char *s)
 {
@@ -326,7 +375,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *op = data + i;
 		size_t left = size - i;
 
-		switch (op[0] % 6) {
+		switch (op[0] % 7) {
 		case 0:
 			if (left < 5)
 				goto done;
@@ -393,7 +442,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(jobs_sweep(t, now) == model_sweep(&m, now));
 			i += 1;
 			break;
-		default:
+		case 5:
 			if (left < 2 || left - 2 < op[1])
 				goto done;
 			copy = malloc((size_t)op[1] + 1);
@@ -403,6 +452,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(jobs_name_valid(copy) == name_valid(copy));
 			free(copy);
 			i += 2 + op[1];
+			break;
+		default:
+			if (left < 3)
+				goto done;
+			len = (size_t)body_of(body, sizeof(body),
+			    pool[op[2] % POOL], -1, -1);
+			FUZZ_CHECK(jobs_parse_registration(body, len, &reg, why,
+			    sizeof(why)) == 0);
+			check_registration(&reg);
+			do_unregister(t, &m, op[1] % NAMES, &reg, now);
+			i += 3;
 			break;
 		}
 		check_table(t, &m, &d);

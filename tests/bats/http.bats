@@ -211,16 +211,107 @@ expect_ring_of_8() {
 	run curl -s -w ' %{http_code}' -X POST \
 	    --data-binary $'address=127.0.0.1:5001\n' "${url}jobs/new"
 	[ "$output" = $'world is required for a new job\n 400' ]
-	# Through run: the status is 2 (configuration) and the message has
-	# the URL, the HTTP status and the server's words.
+	# Through run: a conflict is a failed rendezvous (status 3) and the
+	# message has the URL, the HTTP status and the server's words.
 	start_rank w "$T/script8" --peers "${url}jobs/c" --world 3 --timeout 10
 	finish w
-	[ "$status_w" -eq 2 ]
+	[ "$status_w" -eq 3 ]
 	grep -F "POST ${url}jobs/c: 409: world size 3 differs from the job's 4" "$T/w.err"
 	start_rank d "$T/script8" --peers "${url}jobs/c" --rank 2 --world 4 --timeout 10
 	finish d
-	[ "$status_d" -eq 2 ]
+	[ "$status_d" -eq 3 ]
 	grep -F "409: rank 2 is held by 127.0.0.1:5000" "$T/d.err"
+	# A complete job takes no one else: 409, status 3.
+	curl -s -X POST --data-binary $'address=127.0.0.1:5000\nworld=1\n' \
+	    "${url}jobs/full" >/dev/null
+	start_rank f "$T/script8" --peers "${url}jobs/full" --world 1 --timeout 10
+	finish f
+	[ "$status_f" -eq 3 ]
+	grep -F "POST ${url}jobs/full: 409: job full is complete" "$T/f.err"
+	# A malformed request stays a usage error (status 2).
+	start_rank big "$T/script8" --peers "${url}jobs/c" --rank 4 --timeout 10
+	finish big
+	[ "$status_big" -eq 2 ]
+	grep -F "POST ${url}jobs/c: 400: rank 4 is out of range for a world of 4" "$T/big.err"
+}
+
+@test "serve: DELETE takes a registration back until the job is complete" {
+	start_server
+	post() { curl -s -X POST --data-binary "$1" "${url}jobs/$2"; }
+	del() { curl -s -w ' %{http_code}' -X DELETE --data-binary "$1" "${url}jobs/$2"; }
+	[ "$(post $'address=127.0.0.1:5000\nworld=3\n' d)" = $'rank=0\nworld=3' ]
+	[ "$(post $'address=127.0.0.1:5001\n' d)" = $'rank=1\nworld=3' ]
+	run del $'address=127.0.0.1:5000\n' d
+	[ "$output" = $'removed rank 0\n 200' ]
+	grep -F "job d: 127.0.0.1:5000 took rank 0 back" "$T/serve.err"
+	[ "$(progress d)" = "not yet: 1 of 3 ranks; missing 0, 2" ]
+	run del $'address=127.0.0.1:5000\n' d
+	[ "$output" = $'127.0.0.1:5000 holds no rank in job d\n 404' ]
+	run del $'address=127.0.0.1:5000\n' nosuchjob
+	[ "$output" = $'127.0.0.1:5000 holds no rank in job nosuchjob\n 404' ]
+	run del $'address=127.0.0.1:5001\nrank=1\n' d
+	[ "$output" = $'a DELETE body is address=HOST:PORT alone, without world or rank\n 400' ]
+	run del '' d
+	[ "$output" = $'the body has no address=HOST:PORT line\n 400' ]
+	run del 'address=nope' d
+	[[ $output == *" 400" ]]
+	# The freed rank is given again; then the job completes.
+	[ "$(post $'address=127.0.0.1:5002\n' d)" = $'rank=0\nworld=3' ]
+	[ "$(post $'address=127.0.0.1:5003\n' d)" = $'rank=2\nworld=3' ]
+	run del $'address=127.0.0.1:5003\n' d
+	[ "$output" = $'job d is complete\n 409' ]
+	[ "$(curl -s "${url}jobs/d")" = $'# silvic-ring job d, world 3\n127.0.0.1:5002\n127.0.0.1:5001\n127.0.0.1:5003' ]
+	# The last registration out takes the job with it: a rerun may
+	# choose another world size.
+	[ "$(post $'address=127.0.0.1:6000\nworld=2\n' e)" = $'rank=0\nworld=2' ]
+	run del $'address=127.0.0.1:6000\n' e
+	[ "$output" = $'removed rank 0\n 200' ]
+	[ "$(progress e)" = "not yet: 0 of ? ranks" ]
+	[ "$(post $'address=127.0.0.1:6000\nworld=5\n' e)" = $'rank=0\nworld=5' ]
+}
+
+@test "http: a rank that timed out takes its registration back, and a rerun of the job forms" {
+	start_server
+	printf 'allreduce sum i64 1\nexpect 2\n' >"$T/script2"
+	start_rank gone "$T/script2" --peers "${url}jobs/rerun" --world 2 \
+	    --timeout 2 -v
+	finish gone
+	[ "$status_gone" -eq 3 ]
+	grep -F "waiting for ${url}jobs/rerun: timed out after 2s" "$T/gone.err"
+	grep -E "took the registration of 127\.0\.0\.1:[0-9]+ back from ${url}jobs/rerun: 200: removed rank 0" "$T/gone.err"
+	grep -E "job rerun: 127\.0\.0\.1:[0-9]+ took rank 0 back" "$T/serve.err"
+	[ "$(progress rerun)" = "not yet: 0 of ? ranks" ]
+	# Without that, one rank of the rerun would get the dead address
+	# (status 4) and the other "job rerun is complete".
+	start_rank again0 "$T/script2" --peers "${url}jobs/rerun" --world 2 \
+	    --timeout 30 -v
+	start_rank again1 "$T/script2" --peers "${url}jobs/rerun" --world 2 \
+	    --timeout 30 -v
+	for n in again0 again1; do
+		finish "$n"
+		s=status_$n
+		[ "${!s}" -eq 0 ] || { cat "$T/$n.err" >&2; false; }
+		grep -q 'allreduce sum i64 = 2' "$T/$n.out"
+		# The ring formed: nothing is taken back.
+		[ "$(grep -c 'registration of' "$T/$n.err")" -eq 0 ]
+	done
+	[ "$(curl -s "${url}jobs/rerun" | grep -c '^127\.0\.0\.1:')" -eq 2 ]
+	[ "$(grep -c 'took rank' "$T/serve.err")" -eq 1 ]
+	[ "$(grep -c 'with 409' "$T/serve.err")" -eq 0 ]
+}
+
+@test "http: an interrupted rank takes its registration back" {
+	start_server
+	printf 'allreduce sum i64 1\nexpect 2\n' >"$T/script2"
+	start_rank int "$T/script2" --peers "${url}jobs/intr" --world 2 \
+	    --timeout 30 -v
+	wait_progress intr "not yet: 1 of 2 ranks; missing 1"
+	kill -INT "$pid_int"
+	finish int
+	[ "$status_int" -eq 130 ]
+	grep -F "interrupted" "$T/int.err"
+	grep -F "back from ${url}jobs/intr: 200: removed rank 0" "$T/int.err"
+	[ "$(progress intr)" = "not yet: 0 of ? ranks" ]
 }
 
 @test "http: two jobs at once" {
@@ -255,7 +346,9 @@ expect_ring_of_8() {
 	[ "$(code -X POST -H 'Transfer-Encoding: chunked' --data-binary @"$T/big" "${url}jobs/m")" = 413 ]
 	[ "$(code -X POST --data-binary 'address=1.2.3.4:1' "${url}jobs/bad%20name")" = 400 ]
 	[ "$(code -X POST --data-binary 'address=1.2.3.4:1' "${url}jobs/")" = 400 ]
-	[ "$(code -X DELETE "${url}jobs/m")" = 405 ]
+	[ "$(code -X PUT --data-binary 'address=1.2.3.4:1' "${url}jobs/m")" = 405 ]
+	[ "$(code -X DELETE "${url}jobs/m")" = 400 ]
+	[ "$(code -X DELETE --data-binary @"$T/big" "${url}jobs/m")" = 413 ]
 	[ "$(code "${url}jobs/m?wait=soon")" = 400 ]
 	[ "$(code "${url}")" = 404 ]
 	# Not HTTP at all, on a raw loopback connection.
@@ -281,16 +374,18 @@ expect_ring_of_8() {
 	printf 's3cret-token\n' >"$T/token"
 	chmod 600 "$T/token"
 	start_server --token-file "$T/token"
-	! grep -q 'readable by group' "$T/serve.err"
+	! grep -q 'readable by group' "$T/serve.err" || false
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "${url}jobs/t")" = 401 ]
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "${url}jobs/t")" = 401 ]
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret-token' "${url}jobs/t")" = 202 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE --data-binary 'address=1.2.3.4:1' "${url}jobs/t")" = 401 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE --data-binary 'address=1.2.3.4:1' -H 'Authorization: Bearer s3cret-token' "${url}jobs/t")" = 404 ]
 	printf 'allreduce sum i64 1\nexpect 2\n' >"$T/script2"
 	start_rank no "$T/script2" --peers "${url}jobs/t" --world 2 --timeout 10
 	finish no
 	[ "$status_no" -eq 7 ]
 	grep -F "POST ${url}jobs/t: 401" "$T/no.err"
-	! grep -q 's3cret' "$T/no.err"
+	! grep -q 's3cret' "$T/no.err" || false
 	export SILVIC_RING_HTTP_TOKEN_FILE=$T/token
 	start_rank yes0 "$T/script2" --peers "${url}jobs/t" --world 2 --timeout 30
 	start_rank yes1 "$T/script2" --peers "${url}jobs/t" --world 2 --timeout 30

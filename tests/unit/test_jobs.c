@@ -1,7 +1,7 @@
 /*
  * test_jobs.c - the rendezvous server's job table (cli/jobs.c): names,
  * registration bodies, rank assignment, conflicts, limits, expiry, the
- * progress text and the served list.
+ * progress text, the served list, and registrations taken back.
  */
 #include <stdio.h>
 #include <string.h>
@@ -383,6 +383,170 @@ test_large_world(void)
 	jobs_free(t);
 }
 
+/* Takes a registration back; the rank it held in *rank. */
+static enum jobs_result
+take_back(struct jobs *t, const char *job, const char *address, int64_t now,
+    int64_t *rank, char *why)
+{
+	*rank = -1;
+	why[0] = '\0';
+	return jobs_unregister(t, job, address, now, rank, why, 256);
+}
+
+static void
+test_unregister(void)
+{
+	struct jobs *t = table(16, 1024, 60 * SEC);
+	char why[256], text[JOBS_PROGRESS_MAX];
+	bool completed;
+	int64_t rank;
+
+	put(t, "j", "h:1", 4, -1, 0, &rank, &completed, why);
+	put(t, "j", "h:2", 4, -1, 0, &rank, &completed, why);
+	put(t, "j", "h:3", 4, -1, 0, &rank, &completed, why);
+	CHECK(take_back(t, "j", "h:2", 0, &rank, why) == JOBS_OK);
+	CHECK(rank == 1);
+	job_progress(jobs_find(t, "j", 0), text, sizeof(text));
+	CHECKF(strcmp(text, "not yet: 2 of 4 ranks; missing 1, 3") == 0, "%s",
+	    text);
+	/* Twice, or an address never seen, or no such job: 404. */
+	CHECK(take_back(t, "j", "h:2", 0, &rank, why) == JOBS_MISSING);
+	CHECKF(strcmp(why, "h:2 holds no rank in job j") == 0, "%s", why);
+	CHECK(rank == -1);
+	CHECK(take_back(t, "j", "h:9", 0, &rank, why) == JOBS_MISSING);
+	CHECK(take_back(t, "none", "h:1", 0, &rank, why) == JOBS_MISSING);
+	CHECKF(strcmp(why, "h:1 holds no rank in job none") == 0, "%s", why);
+	CHECK(jobs_count(t) == 1);
+	/* The freed rank is the lowest free one again; the address that
+	 * left may come back, as a new registration. */
+	CHECK(put(t, "j", "h:4", -1, -1, 0, &rank, &completed, why) == JOBS_OK);
+	CHECK(rank == 1 && !completed);
+	CHECK(put(t, "j", "h:2", -1, -1, 0, &rank, &completed, why) == JOBS_OK);
+	CHECK(rank == 3 && completed);
+	/* Complete: the list went out, nothing is taken back. */
+	CHECK(take_back(t, "j", "h:4", 0, &rank, why) == JOBS_CONFLICT);
+	CHECKF(strcmp(why, "job j is complete") == 0, "%s", why);
+	CHECK(take_back(t, "j", "h:9", 0, &rank, why) == JOBS_MISSING);
+	CHECK(job_present(jobs_find(t, "j", 0)) == 4);
+	/* A rank given explicitly can be taken back and given again. */
+	put(t, "e", "h:1", 3, 2, 0, &rank, &completed, why);
+	put(t, "e", "h:2", 3, 0, 0, &rank, &completed, why);
+	CHECK(take_back(t, "e", "h:1", 0, &rank, why) == JOBS_OK && rank == 2);
+	CHECK(put(t, "e", "h:5", -1, 2, 0, &rank, &completed, why) == JOBS_OK);
+	CHECK(rank == 2 && !completed);
+	jobs_free(t);
+}
+
+static void
+test_unregister_last(void)
+{
+	struct jobs *t = table(1, 16, 10 * SEC);
+	char why[256];
+	bool completed;
+	int64_t rank;
+
+	put(t, "j", "h:1", 3, -1, 0, &rank, &completed, why);
+	CHECK(put(t, "j", "h:2", 3, -1, 0, &rank, &completed, why) == JOBS_OK);
+	/* Taking a registration back does not keep the job alive. */
+	CHECK(take_back(t, "j", "h:2", 9 * SEC, &rank, why) == JOBS_OK);
+	CHECK(jobs_find(t, "j", 10 * SEC) == NULL);
+	CHECK(drops == 1);
+	put(t, "j", "h:1", 2, -1, 20 * SEC, &rank, &completed, why);
+	/* The last one out drops the job: a rerun may choose another world,
+	 * and the job no longer counts against --max-jobs. */
+	CHECK(take_back(t, "j", "h:1", 20 * SEC, &rank, why) == JOBS_OK);
+	CHECK(rank == 0);
+	CHECK(jobs_count(t) == 0 && drops == 2 && strcmp(last_drop, "j") == 0);
+	CHECK(jobs_find(t, "j", 20 * SEC) == NULL);
+	CHECK(put(t, "other", "h:1", 3, -1, 20 * SEC, &rank, &completed,
+	    why) == JOBS_OK);
+	CHECK(put(t, "other", "h:1", 3, -1, 20 * SEC, &rank, &completed,
+	    why) == JOBS_OK);
+	/* An expired job holds nothing to take back. */
+	CHECK(take_back(t, "other", "h:1", 30 * SEC, &rank, why) ==
+	    JOBS_MISSING);
+	CHECK(drops == 3 && jobs_count(t) == 0);
+	jobs_free(t);
+	CHECK(drops == 3);
+}
+
+/* The lowest rank no address in held[] holds. */
+static int64_t
+lowest_free(const int64_t *held, int n)
+{
+	for (int64_t r = 0;; r++) {
+		int a;
+
+		for (a = 0; a < n && held[a] != r; a++)
+			continue;
+		if (a == n)
+			return r;
+	}
+}
+
+/*
+ * Many registrations in one job, taken back and made again in a
+ * scrambled order, checked against an array: every address still held
+ * keeps its rank (the index finds it past the holes removals leave in
+ * its probe runs), every one taken back is gone, and a new one gets the
+ * lowest free rank.
+ */
+static void
+test_unregister_many(void)
+{
+	enum { N = 600, ROUNDS = 6000 };
+	struct jobs *t = table(4, 65536, 60 * SEC);
+	static int64_t held[N];
+	char why[256], address[32];
+	int wrong = 0;
+	uint32_t x = 12345;
+	bool completed;
+	int64_t rank, want, present = 0;
+
+	for (int i = 0; i < N; i++)
+		held[i] = -1;
+	for (int round = 0; round < ROUNDS; round++) {
+		int a;
+		enum jobs_result rc;
+
+		x = x * 1103515245u + 12345u;
+		a = (int)((x >> 8) % N);
+		snprintf(address, sizeof(address), "10.0.%d.%d:%d", a / 250,
+		    a % 250, 1000 + a);
+		if ((x >> 4) & 1) {
+			rc = take_back(t, "many", address, 0, &rank, why);
+			if (held[a] >= 0 ? rc != JOBS_OK || rank != held[a] :
+			    rc != JOBS_MISSING)
+				wrong++;
+			if (held[a] >= 0)
+				present--;
+			held[a] = -1;
+			continue;
+		}
+		want = held[a] >= 0 ? held[a] : lowest_free(held, N);
+		rc = put(t, "many", address, N + 1, -1, 0, &rank, &completed,
+		    why);
+		if (rc != JOBS_OK || rank != want)
+			wrong++;
+		if (held[a] < 0)
+			present++;
+		held[a] = rank;
+	}
+	CHECK(wrong == 0);
+	CHECK(present > 0 && jobs_find(t, "many", 0) != NULL &&
+	    job_present(jobs_find(t, "many", 0)) == (uint64_t)present);
+	for (int a = 0; a < N; a++) {
+		snprintf(address, sizeof(address), "10.0.%d.%d:%d", a / 250,
+		    a % 250, 1000 + a);
+		if (held[a] >= 0 && (take_back(t, "many", address, 0, &rank,
+		    why) != JOBS_OK || rank != held[a]))
+			wrong++;
+	}
+	CHECK(wrong == 0);
+	CHECK(jobs_count(t) == 0);
+	jobs_free(t);
+}
+
 static char woken[256];
 
 static void
@@ -459,6 +623,9 @@ main(void)
 	TEST_RUN(test_progress);
 	TEST_RUN(test_list);
 	TEST_RUN(test_large_world);
+	TEST_RUN(test_unregister);
+	TEST_RUN(test_unregister_last);
+	TEST_RUN(test_unregister_many);
 	TEST_RUN(test_waiters);
 	TEST_RUN(test_printable);
 	return TEST_DONE();
