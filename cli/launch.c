@@ -6,8 +6,8 @@
  * pipes, their address sockets, their stdin pipes and a self-pipe the
  * signal handlers write to.  Nothing in it blocks on a rank: a rank that
  * stops reading its stdin or its address list only stalls its own bytes.
- * It looks at what the ranks print only to find line ends and JSON
- * records, and never touches the core.
+ * Output goes through launch_io.c, which looks at what the ranks print
+ * only to find line ends and JSON records; nothing here touches the core.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,15 +23,17 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "launch_io.h"
 #include "usage.h"
 
 #define RANKS_MAX	1024
 #define ADDRESS_MAX	256		/* "host:port", newline excluded */
-#define LINE_MAX_BYTES	(64 * 1024)	/* longer lines go out in pieces */
 #define INPUT_MAX	(64u << 20)
 #define KILL_AFTER_NS	1000000000LL	/* from SIGTERM to SIGKILL */
 #define DRAIN_NS	1000000000LL	/* output a grandchild holds open */
 #define DRAIN_READS	64		/* 4 MiB: more than a pipe holds */
+#define RANK_TIMEOUT	60.0		/* the ranks' default --timeout */
+#define ADDRESS_SLACK	5.0		/* the launcher waits this much longer */
 
 enum { OPT_GRACE = OPT_COMMAND_BASE };
 
@@ -39,11 +41,13 @@ const char usage_launch[] =
 "usage: silvic-ring launch -n N [--grace SECONDS] [--] COMMAND [ARGS...]\n"
 "\n"
 "Runs N ranks of 'silvic-ring COMMAND ARGS...' on this machine, hands\n"
-"them each other's addresses, gives each the same stdin, and forwards\n"
+"them each other's addresses, gives each the same stdin (if it reads it:\n"
+"run without --script or --dry-run; others get /dev/null), and forwards\n"
 "their output line by line: JSON records as they are, other lines\n"
 "prefixed with \"[RANK] \".  Exits with the status of the first rank that\n"
 "failed; the others then get the grace period, SIGTERM, and SIGKILL 1s\n"
-"later.\n"
+"later.  Ranks of run or bench that have not all published their address\n"
+"within their --timeout plus 5s are stopped the same way (status 3).\n"
 "\n"
 "  -n, --ranks N            how many ranks to start (1 to 1024)\n"
 "      --grace SECONDS      how long the other ranks have to fail on their\n"
@@ -51,19 +55,10 @@ const char usage_launch[] =
 "  -h, --help               this text\n"
 "\n";
 
-struct stream {			/* a rank's stdout or stderr */
-	int fd;			/* read end, -1 once closed */
-	int to;			/* where its lines go: 1 or 2 */
-	bool json;		/* the line in progress goes out untouched */
-	bool cut;		/* the line in progress was too long */
-	size_t len;
-	char buf[LINE_MAX_BYTES];
-};
-
 struct rank {
 	pid_t pid;		/* 0 once reaped */
 	int status;
-	struct stream out, err;
+	struct launch_stream out, err;
 	int ctl;		/* our end of its address socket, -1 once closed */
 	char addr[ADDRESS_MAX + 2];
 	size_t addr_len;
@@ -78,19 +73,20 @@ struct launch {
 	double grace;
 	char **argv;		/* the ranks' argv */
 	struct rank *ranks;
-	bool tty;		/* stdin is a terminal: ranks get /dev/null */
+	bool share_stdin;	/* else the ranks get /dev/null */
 	char *input;
 	size_t input_len;
 	char *list;		/* the address list, once list_len > 0 */
 	size_t list_len;
 	int published;
+	double address_s;	/* the ranks have to publish; 0: no limit */
 	bool bad_address, bad_output, interrupted;
 	int status;		/* of the first rank that failed, or 0 */
 	/* The self-pipe, then each rank's stdout, stderr, address socket
 	 * and stdin; -1 where there is nothing to wait for. */
 	struct pollfd *pfd;
 	struct rlimit nofile;	/* the caller's limit, given back to ranks */
-	int64_t term_at, kill_at, drain_at;	/* 0: not due */
+	int64_t term_at, kill_at, drain_at, address_at;	/* 0: not due */
 };
 
 static int wake[2] = { -1, -1 };
@@ -118,71 +114,11 @@ close_fd(int *fd)
 
 /* ------------------------------------------------------------ output */
 
-/* One line (or piece of one) in a single write, so lines never mix. */
 static void
-emit(struct launch *l, int r, struct stream *s, const char *p, size_t n)
+forward(struct launch *l, struct launch_stream *s, int reads)
 {
-	static char line[LINE_MAX_BYTES + 16];
-	size_t len = 0, done = 0;
-	ssize_t w;
-
-	if (!s->cut)
-		s->json = s->to == 1 && n > 0 && p[0] == '{';
-	if (!s->json)
-		len = (size_t)snprintf(line, sizeof(line), "[%d] ", r);
-	memcpy(line + len, p, n);
-	line[len + n] = '\n';
-	for (len += n + 1; done < len;) {
-		if ((w = write(s->to, line + done, len - done)) >= 0)
-			done += (size_t)w;
-		else if (errno != EINTR) {
-			l->bad_output = true;
-			return;
-		}
-	}
-}
-
-static void
-stream_lines(struct launch *l, int r, struct stream *s)
-{
-	char *p = s->buf, *nl;
-	size_t left = s->len;
-
-	for (; (nl = memchr(p, '\n', left)) != NULL; p = nl + 1) {
-		emit(l, r, s, p, (size_t)(nl - p));
-		s->cut = false;
-		left -= (size_t)(nl - p) + 1;
-	}
-	if (left == sizeof(s->buf)) {
-		emit(l, r, s, p, left);
-		s->cut = true;
-		left = 0;
-	}
-	memmove(s->buf, p, left);
-	s->len = left;
-}
-
-/* Reads what is there, at most reads times; at the end flushes a partial
- * last line and closes the pipe. */
-static void
-stream_read(struct launch *l, int r, struct stream *s, int reads)
-{
-	ssize_t n;
-
-	while (s->fd >= 0 && reads-- > 0) {
-		n = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			return;
-		if (n <= 0) {
-			if (s->len > 0)
-				emit(l, r, s, s->buf, s->len);
-			s->len = 0;
-			close_fd(&s->fd);
-			return;
-		}
-		s->len += (size_t)n;
-		stream_lines(l, r, s);
-	}
+	if (launch_stream_read(s, reads) != 0)
+		l->bad_output = true;
 }
 
 /* ---------------------------------------------------- address exchange */
@@ -242,6 +178,7 @@ address_read(struct launch *l, int r)
 		k->published = true;
 		if (++l->published < l->world)
 			return;
+		l->address_at = 0;
 		for (int i = 0; i < l->world; i++) {
 			memcpy(l->list + l->list_len, l->ranks[i].addr,
 			    l->ranks[i].addr_len);
@@ -314,8 +251,8 @@ reap(struct launch *l)
 		    128 + WTERMSIG(st);
 		l->alive--;
 		/* Its last words come before the launcher's about it. */
-		stream_read(l, r, &k->out, DRAIN_READS);
-		stream_read(l, r, &k->err, DRAIN_READS);
+		forward(l, &k->out, DRAIN_READS);
+		forward(l, &k->err, DRAIN_READS);
 		close_fd(&k->in);
 		if (k->ctl >= 0 && !k->published)
 			address_read(l, r);
@@ -341,7 +278,7 @@ child(struct launch *l, int r, int *fds, pid_t launcher, sigset_t *mask)
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
-	if (l->tty)
+	if (!l->share_stdin)
 		fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	snprintf(num[0], sizeof(num[0]), "%d", r);
 	snprintf(num[1], sizeof(num[1]), "%d", l->world);
@@ -375,7 +312,7 @@ spawn(struct launch *l, int r)
 	sigaddset(&block, SIGCHLD);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
-	if ((l->tty || pipe2(fds, O_CLOEXEC) == 0) &&
+	if ((!l->share_stdin || pipe2(fds, O_CLOEXEC) == 0) &&
 	    pipe2(fds + 2, O_CLOEXEC) == 0 && pipe2(fds + 4, O_CLOEXEC) == 0 &&
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds + 6) == 0) {
 		/* Blocked until the child has its default handlers back, so
@@ -433,9 +370,9 @@ dispatch(struct launch *l, int r, int which)
 	struct rank *k = &l->ranks[r];
 
 	if (which == 0)
-		stream_read(l, r, &k->out, 1);
+		forward(l, &k->out, 1);
 	else if (which == 1)
-		stream_read(l, r, &k->err, 1);
+		forward(l, &k->err, 1);
 	else if (which == 2 && k->ctl >= 0 && !k->published)
 		address_read(l, r);
 	else if (which == 2 && k->ctl >= 0)
@@ -444,10 +381,30 @@ dispatch(struct launch *l, int r, int which)
 		feed(&k->in, &k->in_off, l->input, l->input_len);
 }
 
+/* The ranks time out waiting for each other, but nothing else notices
+ * one that hangs before it publishes its address. */
+static void
+address_deadline(struct launch *l, int64_t now)
+{
+	if (l->address_at == 0 || now < l->address_at)
+		return;
+	l->address_at = 0;
+	if (l->status != 0 || cli_interrupted)
+		return;
+	for (int r = 0; r < l->started; r++)
+		if (!l->ranks[r].published)
+			cli_error("rank %d did not publish its address within "
+			    "%gs", r, l->address_s);
+	l->status = EXIT_RENDEZVOUS;
+	l->term_at = now + (int64_t)(l->grace * 1e9);
+	exchange_abandon(l);
+}
+
 /* SIGTERM when the grace period is over, SIGKILL a second later. */
 static void
 escalate(struct launch *l, int64_t now)
 {
+	address_deadline(l, now);
 	if (cli_interrupted && !l->interrupted) {
 		l->interrupted = true;
 		cli_error("interrupted; stopping the ranks");
@@ -464,15 +421,15 @@ escalate(struct launch *l, int64_t now)
 	}
 }
 
-/* Until the next deadline; none while the ranks run, as they carry their
- * own timeouts and any exit wakes the loop. */
+/* Until the next deadline; once the ranks have their addresses none, as
+ * they carry their own timeouts and any exit wakes the loop. */
 static int
 poll_timeout(struct launch *l, int64_t now)
 {
-	int64_t next = INT64_MAX, t[3] = { l->term_at, l->kill_at,
-	    l->alive == 0 ? l->drain_at : 0 };
+	int64_t next = INT64_MAX, t[4] = { l->term_at, l->kill_at,
+	    l->alive == 0 ? l->drain_at : 0, l->address_at };
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (t[i] != 0 && t[i] < next)
 			next = t[i];
 	if (next == INT64_MAX)
@@ -578,6 +535,43 @@ parse(struct launch *l, int argc, char **argv)
 	return 0;
 }
 
+/* The value of the ranks' option NAME, as "NAME V" or "NAME=V" (the
+ * last counts), "" for a NAME last; NULL without it.  Exact names only:
+ * an abbreviation getopt would take goes unnoticed. */
+static const char *
+command_option(const struct launch *l, const char *name)
+{
+	size_t n = strlen(name);
+	const char *value = NULL;
+
+	for (char **a = l->argv + 1; *a != NULL && strcmp(*a, "--") != 0; a++)
+		if (strncmp(*a, name, n) == 0 && (*a)[n] == '=')
+			value = *a + n + 1;
+		else if (strcmp(*a, name) == 0)
+			value = a[1] != NULL ? a[1] : "";
+	return value;
+}
+
+/* Only run reads stdin, for its script; run and bench form a ring and
+ * publish an address within their --timeout. */
+static void
+command_inspect(struct launch *l)
+{
+	const char *first = l->argv[1], *script, *timeout;
+	bool run = strcmp(first, "run") == 0 || first[0] == '-';
+	double seconds = RANK_TIMEOUT;
+
+	script = command_option(l, "--script");
+	l->share_stdin = run && !isatty(0) && (script == NULL ||
+	    strcmp(script, "/dev/stdin") == 0) &&
+	    command_option(l, "--dry-run") == NULL;
+	/* A bad value is the ranks' usage error to report. */
+	if ((timeout = command_option(l, "--timeout")) != NULL)
+		cli_parse_seconds(timeout, &seconds);
+	if (run || strcmp(first, "bench") == 0)
+		l->address_s = seconds + ADDRESS_SLACK;
+}
+
 /* Every rank gets the same bytes, so they are read whole first. */
 static int
 input_read(struct launch *l)
@@ -586,8 +580,6 @@ input_read(struct launch *l)
 	ssize_t n;
 	char *grown;
 
-	if ((l->tty = isatty(0)))
-		return 0;
 	for (;;) {
 		if (l->input_len == cap) {
 			cap = cap == 0 ? 65536 : cap * 2;
@@ -647,7 +639,8 @@ prepare(struct launch *l)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if ((rc = input_read(l)) != 0)
+	command_inspect(l);
+	if (l->share_stdin && (rc = input_read(l)) != 0)
 		return rc;
 	l->ranks = calloc((size_t)l->world, sizeof(*l->ranks));
 	l->pfd = calloc(slots, sizeof(*l->pfd));
@@ -657,8 +650,8 @@ prepare(struct launch *l)
 		return EXIT_INTERNAL;
 	}
 	for (int r = 0; r < l->world; r++) {
-		l->ranks[r].out = (struct stream){ .fd = -1, .to = 1 };
-		l->ranks[r].err = (struct stream){ .fd = -1, .to = 2 };
+		launch_stream_init(&l->ranks[r].out, r, 1);
+		launch_stream_init(&l->ranks[r].err, r, 2);
 		l->ranks[r].ctl = l->ranks[r].in = -1;
 	}
 	return 0;
@@ -684,8 +677,8 @@ static void
 cleanup(struct launch *l)
 {
 	for (int r = 0; r < l->started; r++) {
-		close_fd(&l->ranks[r].out.fd);
-		close_fd(&l->ranks[r].err.fd);
+		launch_stream_fini(&l->ranks[r].out);
+		launch_stream_fini(&l->ranks[r].err);
 		close_fd(&l->ranks[r].ctl);
 		close_fd(&l->ranks[r].in);
 	}
@@ -698,6 +691,20 @@ cleanup(struct launch *l)
 	free(l->input);
 }
 
+static void
+start_all(struct launch *l)
+{
+	for (int r = 0; r < l->world && !cli_interrupted; r++)
+		if (spawn(l, r) != 0) {
+			l->status = EXIT_INTERNAL;
+			l->term_at = cli_now_ns();
+			exchange_abandon(l);
+			return;
+		}
+	if (l->address_s > 0)
+		l->address_at = cli_now_ns() + (int64_t)(l->address_s * 1e9);
+}
+
 int
 cmd_launch(int argc, char **argv)
 {
@@ -707,13 +714,7 @@ cmd_launch(int argc, char **argv)
 	memset(&l, 0, sizeof(l));
 	l.grace = 3;
 	if ((rc = parse(&l, argc, argv)) == 0 && (rc = prepare(&l)) == 0) {
-		for (int r = 0; r < l.world && !cli_interrupted; r++)
-			if (spawn(&l, r) != 0) {
-				l.status = EXIT_INTERNAL;
-				l.term_at = cli_now_ns();
-				exchange_abandon(&l);
-				break;
-			}
+		start_all(&l);
 		run_loop(&l);
 		rc = outcome(&l);
 	}

@@ -371,7 +371,8 @@ publish(struct setup *s)
 			    "--address-file: %s", why);
 	}
 	/* A dry run takes no place in a shared rendezvous. */
-	if (s->rdv.backend == NULL || s->opts->dry_run)
+	if (s->rdv.backend == NULL || (s->opts->dry_run &&
+	    s->rdv.backend != &rendezvous_launch))
 		return 0;
 	if (s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
 		&s->err) != 0)
@@ -455,8 +456,10 @@ print_plan(struct setup *s)
 	}
 	fprintf(o, "rank %llu of %llu (%s)\n", (unsigned long long)r,
 	    (unsigned long long)n, s->rank_source);
-	fprintf(o, "address list: %s (%s)\n", s->rdv.source ? s->rdv.source :
-	    "none", s->rdv.origin ? s->rdv.origin : "a world of one");
+	fprintf(o, "address list: %s (%s)\n", s->rdv.backend ==
+	    &rendezvous_launch ? "exchanged by the launcher" :
+	    s->rdv.source ? s->rdv.source : "none",
+	    s->rdv.origin ? s->rdv.origin : "a world of one");
 	fprintf(o, "listening on: %s\n", s->list.addr[r]);
 	fprintf(o, "next: rank %llu at %s\n", (unsigned long long)((r + 1) % n),
 	    s->list.addr[(r + 1) % n]);
@@ -566,8 +569,9 @@ obtain_list(struct setup *s)
 	s->rdv.dry_run = s->opts->dry_run;
 	if (s->bearer[0] != '\0')
 		s->rdv.bearer = s->bearer;
-	/* A dry run looks once and waits for nothing. */
-	if (s->opts->dry_run) {
+	/* A dry run looks once and waits for nothing (but the local
+	 * launcher's exchange, which shares nothing with other jobs). */
+	if (s->opts->dry_run && s->rdv.backend != &rendezvous_launch) {
 		s->rdv.timeout = 0;
 		s->deadline = cli_now_ns();
 	}

@@ -124,7 +124,7 @@ PY
 		[[ "$output" == *"$opt"* ]] || { echo "no $opt" >&2; false; }
 	done
 	[[ "$output" == *"f32 (the default"* ]]
-	[[ "$output" != *"--corrupt"* ]]
+	[[ "$output" == *"--corrupt RANK:INDEX  a test hook"* ]]
 }
 
 @test "a bad size is a usage error naming the option and value" {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # silvic-ring launch: usage errors, N local ranks of `run` with their
-# output forwarded, the first failure's status, signals, and stdin handed
-# to every rank.  Self-contained: loads no helpers.
+# output forwarded (long JSON records whole), the first failure's status,
+# signals, stdin handed to every rank that reads it, and the deadline for
+# the address exchange.  Self-contained: loads no helpers.
 
 bats_require_minimum_version 1.5.0
 
@@ -270,6 +271,7 @@ wait_gone() {
 	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -gt 131072 ]
 	run --separate-stderr timeout 60 "$SR" launch -n 4 run --timeout 30 \
 		<"$BATS_TEST_TMPDIR/big"
+	echo "status $status; $stderr"
 	[ "$status" -eq 0 ]
 	for r in 0 1 2 3; do
 		[[ "$output" == *"[$r] line 3001: allreduce sum i64 = 6 "* ]]
@@ -282,4 +284,108 @@ wait_gone() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"[0] usage: silvic-ring"* ]]
 	[[ "$output" == *"[1] usage: silvic-ring"* ]]
+}
+
+# check_records FILE N: FILE holds N lines, each a JSON result record
+# whose statement is the one on its line of the script.
+check_records() {
+	python3 - "$1" "$2" "$BATS_TEST_TMPDIR/big.txt" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+script = open(sys.argv[3]).read().splitlines()
+assert len(lines) == int(sys.argv[2]), "%d lines" % len(lines)
+for line in lines:
+    r = json.loads(line)
+    assert r["type"] == "result", r["type"]
+    assert r["statement"] == script[r["line"] - 1], "statement of line %d" % r["line"]
+PY
+}
+
+@test "JSON records longer than 64 KiB come through whole, one line each" {
+	python3 -c "print('allgather '+'x'*40000)" >"$BATS_TEST_TMPDIR/big.txt"
+	timeout 60 "$SR" launch -n 2 run --json --timeout 30 \
+		--script "$BATS_TEST_TMPDIR/big.txt" >"$BATS_TEST_TMPDIR/out" </dev/null
+	check_records "$BATS_TEST_TMPDIR/out" 2
+	# Records of 4 ranks at once, some past 256 KiB, among short ones.
+	python3 -c "print('allgather '+'x'*40000); print('barrier');
+print('allgather '+'y'*65000)" >"$BATS_TEST_TMPDIR/big.txt"
+	timeout 60 "$SR" launch -n 4 run --json --timeout 30 \
+		--script "$BATS_TEST_TMPDIR/big.txt" >"$BATS_TEST_TMPDIR/out" </dev/null
+	check_records "$BATS_TEST_TMPDIR/out" 12
+	[ "$(awk 'length($0) > 262144' "$BATS_TEST_TMPDIR/out" | wc -l)" -eq 4 ]
+}
+
+@test "plain lines longer than 64 KiB go out in pieces, each tagged" {
+	python3 -c "print('allgather '+'x'*40000)" >"$BATS_TEST_TMPDIR/big.txt"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --timeout 30 \
+		--script "$BATS_TEST_TMPDIR/big.txt" </dev/null
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(grep -c '^\[[01]\] line 1: allgather = ' <<<"$output")" -eq 2 ]
+	[ "$(grep -c '^\[[01]\] x' <<<"$output")" -eq 2 ]
+}
+
+# open_stdin: makes $BATS_TEST_TMPDIR/stdin a pipe that never ends: this
+# shell holds its write end open on fd 7 and never writes.
+open_stdin() {
+	mkfifo "$BATS_TEST_TMPDIR/stdin"
+	exec 7<>"$BATS_TEST_TMPDIR/stdin"
+}
+
+@test "commands that do not read stdin get /dev/null, an open stdin never holds them up" {
+	open_stdin
+	run --separate-stderr timeout 5 "$SR" launch -n 1 bench -e 64 --min-time 0 \
+		<"$BATS_TEST_TMPDIR/stdin" 7>&-
+	echo "bench: status $status; $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[0] # check: passed"* ]]
+	run --separate-stderr timeout 5 "$SR" launch -n 2 run --timeout 30 \
+		--script "$BATS_TEST_TMPDIR/script" <"$BATS_TEST_TMPDIR/stdin" 7>&-
+	echo "run --script: status $status; $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[1] line 2: expect = ok"* ]]
+	run --separate-stderr timeout 5 "$SR" launch -n 2 -- --timeout=30 \
+		--script="$BATS_TEST_TMPDIR/script" <"$BATS_TEST_TMPDIR/stdin" 7>&-
+	echo "--script=: status $status; $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[1] line 2: expect = ok"* ]]
+	exec 7>&-
+}
+
+@test "run and the default command still read their script from stdin" {
+	run --separate-stderr timeout 60 bash -c \
+		'printf "allreduce sum i64 1\n" | "$0" launch -n 2 run' "$SR"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[0] line 1: allreduce sum i64 = 2 "* ]]
+	[[ "$output" == *"[1] line 1: allreduce sum i64 = 2 "* ]]
+	run --separate-stderr timeout 60 "$SR" launch -n 2 -- --timeout 30 \
+		<"$BATS_TEST_TMPDIR/script"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[1] line 2: expect = ok"* ]]
+}
+
+@test "ranks that never publish their address are stopped after --timeout plus 5s" {
+	# Opening a FIFO no one writes blocks each rank before it publishes.
+	mkfifo "$BATS_TEST_TMPDIR/never"
+	run --separate-stderr timeout 30 "$SR" launch -n 2 --grace 1 run \
+		--timeout 1 --script "$BATS_TEST_TMPDIR/never" </dev/null
+	echo "status $status; $stderr"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"silvic-ring: rank 0 did not publish its address within 6s"* ]]
+	[[ "$stderr" == *"silvic-ring: rank 1 did not publish its address within 6s"* ]]
+	[ "$(grep -c 'did not publish' <<<"$stderr")" -eq 2 ]
+	run --separate-stderr timeout 30 "$SR" launch -n 1 --grace 1 run \
+		--timeout=0.5 --script "$BATS_TEST_TMPDIR/never" </dev/null
+	echo "status $status; $stderr"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"silvic-ring: rank 0 did not publish its address within 5.5s"* ]]
+}
+
+@test "the address deadline is over once the ring has formed" {
+	printf 'barrier\nsleep 7\n' >"$BATS_TEST_TMPDIR/long"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --timeout 1 \
+		--script "$BATS_TEST_TMPDIR/long" </dev/null
+	echo "status $status; $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" != *"did not publish"* ]]
 }
