@@ -489,6 +489,10 @@ load_key(struct setup *s)
 		path = discover_key_file();
 	if (path == NULL)
 		return 0;
+	if (!sr_auth_built_in())
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': this "
+		    "build cannot authenticate; install libssl-dev and rebuild",
+		    path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
 		fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s", path,
 		    strerror(errno));
