@@ -12,8 +12,9 @@ expect {world} {world}*({world}-1)/2
 start_static_ranks() {
 	local n=$1 list=$2 r
 	shift 2
+	# once, before any rank starts: rewriting it would race their reads
+	printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
 	for ((r = 0; r < n; r++)); do
-		printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
 		bg "rank$r" "$SR" run --peers "$list" --rank "$r" --timeout 20 \
 			--script "$BATS_TEST_TMPDIR/script" "$@"
 		PIDS[$r]=$BG_PID
