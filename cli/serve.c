@@ -472,16 +472,19 @@ answer_get(struct server *s, struct request *rq)
 	return reply(rq->conn, MHD_HTTP_ACCEPTED, "%s", progress);
 }
 
+/* The HTTP status of each job-table result. */
+static const unsigned int jobs_status[] = {
+	[JOBS_OK] = MHD_HTTP_OK,
+	[JOBS_BAD] = MHD_HTTP_BAD_REQUEST,
+	[JOBS_CONFLICT] = MHD_HTTP_CONFLICT,
+	[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
+	[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
+	[JOBS_MISSING] = MHD_HTTP_NOT_FOUND,
+};
+
 static mhd_result
 answer_post(struct server *s, struct request *rq)
 {
-	static const unsigned int status[] = {
-		[JOBS_OK] = MHD_HTTP_OK,
-		[JOBS_BAD] = MHD_HTTP_BAD_REQUEST,
-		[JOBS_CONFLICT] = MHD_HTTP_CONFLICT,
-		[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
-		[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
-	};
 	struct jobs_registration reg;
 	enum jobs_result res;
 	char why[SR_MESSAGE_MAX];
@@ -501,7 +504,7 @@ answer_post(struct server *s, struct request *rq)
 		jobs_take_waiters(s->jobs, rq->w.job, 0, resume, s);
 	pthread_mutex_unlock(&s->lock);
 	if (res != JOBS_OK)
-		return reply(rq->conn, status[res], "%s", why);
+		return reply(rq->conn, jobs_status[res], "%s", why);
 	cli_debug("job %s: rank %lld is %s", rq->w.job, (long long)rank,
 	    reg.address);
 	if (completed)
@@ -515,14 +518,6 @@ answer_post(struct server *s, struct request *rq)
 static mhd_result
 answer_delete(struct server *s, struct request *rq)
 {
-	static const unsigned int status[] = {
-		[JOBS_OK] = MHD_HTTP_OK,
-		[JOBS_BAD] = MHD_HTTP_BAD_REQUEST,
-		[JOBS_CONFLICT] = MHD_HTTP_CONFLICT,
-		[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
-		[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
-		[JOBS_MISSING] = MHD_HTTP_NOT_FOUND,
-	};
 	struct jobs_registration reg;
 	enum jobs_result res;
 	char why[SR_MESSAGE_MAX];
@@ -542,7 +537,7 @@ answer_delete(struct server *s, struct request *rq)
 	    &rank, why, sizeof(why));
 	pthread_mutex_unlock(&s->lock);
 	if (res != JOBS_OK)
-		return reply(rq->conn, status[res], "%s", why);
+		return reply(rq->conn, jobs_status[res], "%s", why);
 	cli_status("job %s: %s took rank %lld back", rq->w.job, reg.address,
 	    (long long)rank);
 	return reply(rq->conn, MHD_HTTP_OK, "removed rank %lld",
