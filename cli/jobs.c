@@ -10,11 +10,11 @@
  * A registration taken back (DELETE, before the job is complete) frees
  * its rank, so the lowest free rank can move down again.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "jobs.h"
 #include "rendezvous.h"
 
@@ -285,22 +285,6 @@ index_reserve(struct job *j)
 /* --------------------------------------------------------- registration */
 
 static int
-parse_number(const char *text, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (text[0] < '0' || text[0] > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	if (errno != 0 || *end != '\0' || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int
 parse_address(const char *value, struct jobs_registration *reg, char *why,
     size_t why_size)
 {
@@ -355,7 +339,7 @@ parse_line(char *line, unsigned lineno, struct jobs_registration *reg,
 	if (strcmp(line, "world") == 0) {
 		if (reg->world >= 0)
 			goto twice;
-		if (parse_number(value, UINT32_MAX, &v) != 0 || v == 0) {
+		if (cli_parse_uint(value, 0, UINT32_MAX, &v) != 0 || v == 0) {
 			snprintf(why, why_size, "world '%s' is not a world "
 			    "size", jobs_printable(value, q, sizeof(q)));
 			return -1;
@@ -366,7 +350,7 @@ parse_line(char *line, unsigned lineno, struct jobs_registration *reg,
 	if (strcmp(line, "rank") == 0) {
 		if (reg->rank >= 0)
 			goto twice;
-		if (parse_number(value, UINT32_MAX - 1, &v) != 0) {
+		if (cli_parse_uint(value, 0, UINT32_MAX - 1, &v) != 0) {
 			snprintf(why, why_size, "rank '%s' is not a rank "
 			    "number", jobs_printable(value, q, sizeof(q)));
 			return -1;

@@ -5,29 +5,19 @@
 # named, --min-busbw's exit status, ranks started by hand from an address
 # list, and the link test naming a rate-limited link between network
 # namespaces.  Speeds are never asserted: only what is printed and the
-# exit status.  Self-contained: loads no helpers.
+# exit status.
 
 bats_require_minimum_version 1.5.0
 
-SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
+load helpers
+
 NETNS=$BATS_TEST_DIRNAME/../../scripts/netns-hosts
 # Quick sweeps: no adaptive iterations, few of them.
 QUICK=(-n 2 -w 1 --min-time 0)
-STARTED=()
 
 setup() {
 	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
 	command -v python3 >/dev/null || { echo "python3 is needed to parse JSON" >&2; return 1; }
-}
-
-teardown() {
-	local pid
-	for pid in "${STARTED[@]}"; do
-		kill -9 "$pid" 2>/dev/null || true
-	done
-	for pid in "${STARTED[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
 }
 
 # check_json FILE: every line is one JSON object with no NaN or infinity,
@@ -97,20 +87,6 @@ show() {
 	cat "$BATS_TEST_TMPDIR/out" >&2
 	echo "--- stderr" >&2
 	cat "$BATS_TEST_TMPDIR/err" >&2
-}
-
-# free_ports N: N ports free on 127.0.0.1 right now, one a line.
-free_ports() {
-	python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
-PY
 }
 
 # ------------------------------------------------------------ usage
@@ -241,7 +217,7 @@ PY
 			--rank "$r" --timeout 30 >"$BATS_TEST_TMPDIR/rank$r.out" \
 			2>"$BATS_TEST_TMPDIR/rank$r.err" 3>&- &
 		pids+=($!)
-		STARTED+=($!)
+		BG_PIDS+=($!)
 	done
 	for r in 0 1; do
 		wait "${pids[$r]}" || { cat "$BATS_TEST_TMPDIR"/rank*.err >&2; false; }
@@ -261,7 +237,7 @@ PY
 	timeout 60 "$SR" bench -e 2K "${QUICK[@]}" --peers "$list" --rank 1 \
 		--timeout 30 >/dev/null 2>"$BATS_TEST_TMPDIR/rank1.err" 3>&- &
 	pids+=($!)
-	STARTED+=("${pids[@]}")
+	BG_PIDS+=("${pids[@]}")
 	wait "${pids[0]}" || st0=$?
 	wait "${pids[1]}" || st1=$?
 	[ "$st0" -eq 2 ] && [ "$st1" -eq 2 ]

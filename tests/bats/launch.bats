@@ -2,29 +2,19 @@
 # silvic-ring launch: usage errors, N local ranks of `run` with their
 # output forwarded (long JSON records whole), the first failure's status,
 # signals, stdin handed to every rank that reads it, and the deadline for
-# the address exchange.  Self-contained: loads no helpers.
+# the address exchange.
 
 bats_require_minimum_version 1.5.0
 
-SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
+load helpers
+
 SCRIPT='allreduce sum i64 1 {rank}
 expect {world} {world}*({world}-1)/2
 '
-STARTED=()
 
 setup() {
 	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
 	printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
-}
-
-teardown() {
-	local pid
-	for pid in "${STARTED[@]}"; do
-		kill -9 "$pid" 2>/dev/null || true
-	done
-	for pid in "${STARTED[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
 }
 
 # start_launcher ARGS...: runs `timeout 60 silvic-ring launch ARGS...` in
@@ -37,13 +27,13 @@ start_launcher() {
 		</dev/null >"$BATS_TEST_TMPDIR/launcher.out" \
 		2>"$BATS_TEST_TMPDIR/launcher.err" 3>&- &
 	BG=$!
-	STARTED+=("$BG")
+	BG_PIDS+=("$BG")
 	for ((i = 0; i < 200; i++)); do
 		[ -s "$pidfile" ] && break
 		sleep 0.05
 	done
 	LAUNCHER=$(cat "$pidfile")
-	STARTED+=("$LAUNCHER")
+	BG_PIDS+=("$LAUNCHER")
 }
 
 # wait_count FILE REGEX N: waits up to 20s for N lines matching REGEX.
