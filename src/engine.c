@@ -259,26 +259,45 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 
 /* ------------------------------------------------------------ receiving */
 
+/*
+ * Reads into buf until len bytes are there (*got counts them across
+ * calls).  1 when full, 0 to poll again, -1 with *last the failing recv's
+ * result (0 at EOF, -1 with errno set).
+ */
+static int
+fill(int fd, uint8_t *buf, size_t len, size_t *got, ssize_t *last)
+{
+	while (*got < len) {
+		ssize_t n = recv(fd, buf + *got, len - *got, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			*last = n;
+			return -1;
+		}
+		*got += (size_t)n;
+	}
+	return 1;
+}
+
 /* Reads the abort frame's payload and turns it into this rank's error. */
 static int
 read_abort(struct run *r, enum sr_side side, struct sr_error *err)
 {
 	struct sr_peer *p = &r->ring->peer[side];
 	struct sr_abort abort;
-	ssize_t n;
+	ssize_t n = 0;
+	int rc = fill(p->fd, p->abort_buf, (size_t)p->abort_len, &p->abort_got,
+	    &n);
 
-	while (p->abort_got < p->abort_len) {
-		n = recv(p->fd, p->abort_buf + p->abort_got,
-		    (size_t)(p->abort_len - p->abort_got), MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0) {
-			io_error(r, side, n, err);
-			return -1;
-		}
-		p->abort_got += (size_t)n;
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		io_error(r, side, n, err);
+		return -1;
 	}
 	sr_abort_decode(p->abort_buf, (size_t)p->abort_len, &abort);
 	sr_err_set(err, abort.code < SR_CODE_COUNT && abort.code != SR_EOK ?
@@ -310,31 +329,26 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 	struct sr_peer *p = &r->ring->peer[side];
 	struct sr_frame got;
 	char saw[160], expected[160];
-	ssize_t n;
+	ssize_t n = 0;
+	int rc;
 
 	if (p->abort_len > 0)
 		return read_abort(r, side, err);
-	while (p->header_got < SR_FRAME_HEADER_LEN) {
-		n = recv(p->fd, p->header + p->header_got,
-		    SR_FRAME_HEADER_LEN - p->header_got, MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n == 0 && p->bye && p->header_got == 0 && want == NULL) {
+	rc = fill(p->fd, p->header, SR_FRAME_HEADER_LEN, &p->header_got, &n);
+	if (rc == 0)
+		return 0;
+	if (rc < 0 && n == 0 && p->bye && p->header_got == 0) {
+		if (want == NULL) {
 			p->eof = true;	/* a clean close, nothing owed */
 			return 0;
 		}
-		if (n == 0 && p->bye && p->header_got == 0) {
-			peer_error(r, side, SR_EOUT_OF_STEP, err,
-			    "the ring was closed (it finished its collectives) by");
-			return -1;
-		}
-		if (n <= 0) {
-			io_error(r, side, n, err);
-			return -1;
-		}
-		p->header_got += (size_t)n;
+		peer_error(r, side, SR_EOUT_OF_STEP, err,
+		    "the ring was closed (it finished its collectives) by");
+		return -1;
+	}
+	if (rc < 0) {
+		io_error(r, side, n, err);
+		return -1;
 	}
 	sr_frame_decode(p->header, &got);
 	switch (sr_frame_check(&got, want != NULL ? want : &got)) {
@@ -456,20 +470,16 @@ static int
 read_trailer(struct run *r, enum sr_side side, struct sr_error *err)
 {
 	struct sr_peer *p = &r->ring->peer[side];
-	ssize_t n;
+	size_t got = SR_TRAILER_LEN - p->rx_trailer_left;
+	ssize_t n = 0;
+	int rc = fill(p->fd, p->rx_trailer, SR_TRAILER_LEN, &got, &n);
 
-	while (p->rx_trailer_left > 0) {
-		n = recv(p->fd, p->rx_trailer + SR_TRAILER_LEN -
-		    p->rx_trailer_left, p->rx_trailer_left, MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0) {
-			io_error(r, side, n, err);
-			return -1;
-		}
-		p->rx_trailer_left -= (size_t)n;
+	p->rx_trailer_left = SR_TRAILER_LEN - got;
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		io_error(r, side, n, err);
+		return -1;
 	}
 	if (sr_get_u32le(p->rx_trailer) != p->rx_crc) {
 		peer_error(r, side, SR_ECORRUPT, err, "integrity check failed "
@@ -685,16 +695,18 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		}
 		if (finished(&r))
 			return 0;
-		for (int s = 0; s < 2; s++)
-			if (watch_idle(&r, (enum sr_side)s, err) != 0) {
-				salvage_abort(&r, err);
-				return -1;
-			}
 		if (moved > 0) {
 			deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
 			spin_until = 0;
 			continue;
 		}
+		/* Only once nothing moves: while data flows, an extra recv on
+		 * the idle side each pass would be a syscall wasted. */
+		for (int s = 0; s < 2; s++)
+			if (watch_idle(&r, (enum sr_side)s, err) != 0) {
+				salvage_abort(&r, err);
+				return -1;
+			}
 		/*
 		 * A blocking wake-up costs tens of microseconds; when every
 		 * rank on this host has a core of its own, try again for a
