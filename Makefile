@@ -65,6 +65,9 @@ all: $(LIB) $(BIN)
 
 include fuzz/Makefile.inc
 
+# The reduce kernels are the one hot loop: vectorised at -O3 whatever OPT is.
+$(B)/src/reduce.o: CORE_CFLAGS += -O3
+
 $(B)/src/%.o: src/%.c
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) $(CORE_CFLAGS) -c -o $@ $<

@@ -27,7 +27,8 @@ struct cursor {
 	int send;	/* current send on this side, or -1 */
 	int recv;	/* current receive on this side, or -1 */
 	uint64_t rx_off;	/* payload bytes received of the current receive */
-	size_t fill;	/* reduction bytes waiting in the segment buffer */
+	uint8_t *segment;	/* this side's SR_SEGMENT bytes for reductions */
+	size_t fill;	/* reduction bytes waiting in the segment */
 	bool blocked_out;	/* the socket said EAGAIN on send */
 	bool parked;	/* a later collective's header waits in the peer */
 };
@@ -37,6 +38,7 @@ struct run {
 	struct sr_transfer *x;
 	struct cursor side[2];
 	size_t esize;
+	uint64_t frame_max;	/* payload bytes a frame carries at most */
 	int failed_side;	/* the side a peer_error named */
 };
 
@@ -154,8 +156,8 @@ start_piece(struct run *r, struct sr_peer *p, struct sr_send *s)
 	struct sr_frame frame = s->frame;
 	uint64_t piece = s->len - s->off;
 
-	if (piece > SR_FRAME_MAX)
-		piece = SR_FRAME_MAX;
+	if (piece > r->frame_max)
+		piece = r->frame_max;
 	if (piece == 0 ? !(s->gate < 0 || r->x->recvs[s->gate].complete) :
 	    send_ready(r, s) < s->off + piece)
 		return false;
@@ -381,12 +383,11 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 		if (want != NULL)
 			return 1;
 		/* Nothing is expected on this side: only a frame of a later
-		 * collective may wait here for its turn. */
-		if (side == SR_PREV && got.seq > r->ring->seq &&
+		 * collective may wait here for its turn (a neighbour that
+		 * finished this one may start the next). */
+		if (got.seq > r->ring->seq &&
 		    got.kind >= SR_FRAME_ALLREDUCE && got.kind <= SR_FRAME_LINK)
 			return 1;
-		/* The next rank only ever answers this rank's own frames, so a
-		 * frame it sends unasked is out of step at once. */
 		sr_frame_describe(&got, saw, sizeof(saw));
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
 		    "out of step: an unexpected frame (%s) came from", saw);
@@ -400,7 +401,7 @@ static void
 fold(struct run *r, struct cursor *c, struct sr_recv *v)
 {
 	size_t elements = c->fill / r->esize, bytes = elements * r->esize;
-	uint8_t *seg = r->ring->segment;
+	uint8_t *seg = c->segment;
 
 	if (elements == 0)
 		return;
@@ -423,28 +424,55 @@ recv_complete(struct run *r, enum sr_side side)
 	c->fill = 0;
 }
 
+/*
+ * Where up to `want` payload bytes of the current receive go: straight to
+ * their place, or for a fold (or a discard) into the side's segment.
+ */
+static uint8_t *
+payload_room(struct run *r, struct cursor *c, const struct sr_recv *v,
+    uint64_t *want)
+{
+	if (*want > SR_IO_MAX)
+		*want = SR_IO_MAX;
+	if (v->reduce || v->data == NULL) {
+		if (*want > SR_SEGMENT - c->fill)
+			*want = SR_SEGMENT - c->fill;
+		return c->segment + c->fill;
+	}
+	return v->data + c->rx_off;
+}
+
+/* Accounts n payload bytes that arrived at `into` (from payload_room). */
+static void
+payload_in(struct run *r, enum sr_side side, struct sr_recv *v,
+    const uint8_t *into, size_t n)
+{
+	struct cursor *c = &r->side[side];
+	struct sr_peer *p = &r->ring->peer[side];
+
+	p->rx_payload_left -= n;
+	c->rx_off += n;
+	if (r->ring->integrity)
+		p->rx_crc = sr_crc32c(p->rx_crc, into, n);
+	if (v->reduce) {
+		c->fill += n;
+		fold(r, c, v);
+	} else {
+		v->done += n;
+	}
+}
+
 /* Reads payload of the current piece; bytes moved, 0 to poll again, -1. */
 static int64_t
 read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
     struct sr_error *err)
 {
-	struct cursor *c = &r->side[side];
-	struct sr_peer *p = &r->ring->peer[side];
-	uint64_t want = p->rx_payload_left;
-	uint8_t *into;
+	uint64_t want = r->ring->peer[side].rx_payload_left;
+	uint8_t *into = payload_room(r, &r->side[side], v, &want);
 	ssize_t n;
 
-	if (want > SR_IO_MAX)
-		want = SR_IO_MAX;
-	if (v->reduce || v->data == NULL) {
-		if (want > SR_SEGMENT - c->fill)
-			want = SR_SEGMENT - c->fill;
-		into = r->ring->segment + c->fill;
-	} else {
-		into = v->data + c->rx_off;
-	}
 	do
-		n = recv(p->fd, into, (size_t)want, MSG_DONTWAIT);
+		n = recv(r->ring->peer[side].fd, into, (size_t)want, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return 0;
@@ -452,17 +480,69 @@ read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
 		io_error(r, side, n, err);
 		return -1;
 	}
-	p->rx_payload_left -= (uint64_t)n;
-	c->rx_off += (uint64_t)n;
-	if (r->ring->integrity)
-		p->rx_crc = sr_crc32c(p->rx_crc, into, (size_t)n);
-	if (v->reduce) {
-		c->fill += (size_t)n;
-		fold(r, c, v);
-	} else {
-		v->done += (uint64_t)n;
-	}
+	payload_in(r, side, v, into, (size_t)n);
 	return n;
+}
+
+/*
+ * A small frame's header and payload in one read: a syscall saved per
+ * frame, which is much of a small message's cost.  The payload waits in
+ * the peer's stage until the header has been checked (a frame this rank
+ * did not expect writes nothing anywhere), and no byte past the frame
+ * expected is read.  Like read_header, but on a match the payload that
+ * came along has been taken in and rx_payload_left counts the rest.
+ */
+static int
+read_small(struct run *r, enum sr_side side, struct sr_recv *v,
+    const struct sr_frame *want, struct sr_error *err)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+	struct iovec iov[2] = { { p->header, SR_FRAME_HEADER_LEN },
+		{ p->stage, (size_t)want->length } };
+	struct sr_frame got;
+	size_t ahead = 0, at = 0;
+	ssize_t n;
+	int rc;
+
+	do
+		n = readv(p->fd, iov, 2);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n < 0) {
+		io_error(r, side, n, err);
+		return -1;
+	}
+	/* End of file, or a header still short: read_header goes on. */
+	p->header_got = (size_t)n < SR_FRAME_HEADER_LEN ? (size_t)n :
+	    SR_FRAME_HEADER_LEN;
+	ahead = (size_t)n - p->header_got;
+	if (ahead > 0) {
+		sr_frame_decode(p->header, &got);
+		if (sr_frame_check(&got, want) == SR_FRAME_IS_ABORT) {
+			/* An abort in its place: its reason came with it. */
+			p->header_got = 0;
+			p->abort_len = got.length;
+			p->abort_got = ahead < got.length ? ahead :
+			    (size_t)got.length;
+			memcpy(p->abort_buf, p->stage, p->abort_got);
+			return read_abort(r, side, err);
+		}
+	}
+	rc = read_header(r, side, want, err);
+	if (rc != 1)
+		return rc;
+	p->header_got = 0;
+	p->rx_payload_left = want->length;
+	while (at < ahead) {
+		uint64_t room = ahead - at;
+		uint8_t *into = payload_room(r, &r->side[side], v, &room);
+
+		memcpy(into, p->stage + at, (size_t)room);
+		payload_in(r, side, v, into, (size_t)room);
+		at += (size_t)room;
+	}
+	return 1;
 }
 
 /* Reads a frame's CRC trailer: 1 when it matches, 0 for more, -1. */
@@ -529,19 +609,34 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 			struct sr_frame want = v->frame;
 			uint64_t left = v->len - c->rx_off;
 
-			want.length = left > SR_FRAME_MAX ? SR_FRAME_MAX : left;
-			rc = read_header(r, side, &want, err);
+			want.length = left > r->frame_max ? r->frame_max :
+			    left;
+			/* A small frame comes in whole, unless a trailer must
+			 * be checked or a header is half in. */
+			if (!r->ring->integrity && p->header_got == 0 &&
+			    p->abort_len == 0 && want.length <= SR_STAGE) {
+				rc = read_small(r, side, v, &want, err);
+				if (rc == 1)
+					moved += SR_FRAME_HEADER_LEN +
+					    (int64_t)(want.length -
+					    p->rx_payload_left);
+			} else {
+				rc = read_header(r, side, &want, err);
+				if (rc == 1) {
+					if (r->ring->integrity)
+						p->rx_crc = sr_crc32c(0,
+						    p->header,
+						    SR_FRAME_HEADER_LEN);
+					p->header_got = 0;
+					p->rx_payload_left = want.length;
+					moved += SR_FRAME_HEADER_LEN;
+				}
+			}
 			if (rc < 0)
 				return -1;
 			if (rc == 0)
 				break;
-			if (r->ring->integrity)
-				p->rx_crc = sr_crc32c(0, p->header,
-				    SR_FRAME_HEADER_LEN);
-			p->header_got = 0;
-			moved += SR_FRAME_HEADER_LEN;
-			p->rx_payload_left = want.length;
-			if (want.length == 0)
+			if (p->rx_payload_left == 0)
 				piece_done(r, side, v);
 			continue;
 		}
@@ -644,19 +739,62 @@ silence_error(struct run *r, struct sr_error *err)
 	    took, what);
 }
 
+/* What this rank waits for on each side, for poll. */
+static void
+wait_for(const struct run *r, struct pollfd *fds)
+{
+	for (int s = 0; s < 2; s++) {
+		fds[s].fd = r->ring->peer[s].fd;
+		fds[s].events = (r->side[s].parked || r->ring->peer[s].eof) &&
+		    r->side[s].recv < 0 ? 0 : POLLIN;
+		if (r->side[s].blocked_out)
+			fds[s].events |= POLLOUT;
+		/* An idle side would still report POLLHUP: leave it out, or
+		 * poll would spin. */
+		if (fds[s].events == 0)
+			fds[s].fd = -1;
+		fds[s].revents = 0;
+	}
+}
+
+/*
+ * A blocking wake-up costs tens of microseconds, so until spin_until the
+ * sockets are polled without sleeping.  poll reads a socket's state
+ * without taking its lock, which a recv would hold against the
+ * neighbour's kernel delivering the very bytes awaited.  Each try yields
+ * the core: a rank waited for may share it (more ranks than cores, or the
+ * scheduler put two ranks together), and a pure spin would hold it for a
+ * whole time slice.  Returns poll's count (0: nothing came; sleep now).
+ */
+static int
+spin(struct pollfd *fds, int64_t spin_until)
+{
+	int rc = 0;
+
+	while (sr_clock_ns() < spin_until) {
+		rc = poll(fds, 2, 0);
+		if (rc != 0)
+			break;
+		sched_yield();
+	}
+	return rc;
+}
+
 int
 sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
     struct sr_error *err)
 {
 	struct run r = { .ring = ring, .x = xfer, .failed_side = -1 };
-	int64_t deadline, spin_until = 0;
+	int64_t deadline, now, spin_until = 0;
 
 	r.esize = sr_dtype_size(xfer->dtype);
+	r.frame_max = xfer->frame_max > 0 ? xfer->frame_max : SR_FRAME_MAX;
 	if (r.esize == 0)
 		r.esize = 1;
 	for (int s = 0; s < 2; s++) {
 		r.side[s].send = next_send(&r, 0, (enum sr_side)s);
 		r.side[s].recv = next_recv(&r, 0, (enum sr_side)s);
+		r.side[s].segment = ring->segment + (size_t)s * SR_SEGMENT;
 	}
 	for (int i = 0; i < xfer->nsends; i++) {
 		xfer->sends[i].off = 0;
@@ -701,42 +839,19 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			continue;
 		}
 		/* Only once nothing moves: while data flows, an extra recv on
-		 * the idle side each pass would be a syscall wasted. */
+		 * a quiet socket each pass would be a syscall wasted. */
 		for (int s = 0; s < 2; s++)
 			if (watch_idle(&r, (enum sr_side)s, err) != 0) {
 				salvage_abort(&r, err);
 				return -1;
 			}
-		/*
-		 * A blocking wake-up costs tens of microseconds; when every
-		 * rank on this host has a core of its own, try again for a
-		 * moment before sleeping.
-		 */
-		if (ring->spin_ns > 0) {
-			int64_t now = sr_clock_ns();
-
-			if (spin_until == 0)
-				spin_until = now + ring->spin_ns;
-			if (now < spin_until) {
-				/* The peer may share this core after all (the
-				 * scheduler decides): let it run. */
-				sched_yield();
-				continue;
-			}
-		}
-		for (int s = 0; s < 2; s++) {
-			fds[s].fd = ring->peer[s].fd;
-			fds[s].events = (r.side[s].parked ||
-			    ring->peer[s].eof) && r.side[s].recv < 0 ? 0 : POLLIN;
-			if (r.side[s].blocked_out)
-				fds[s].events |= POLLOUT;
-			/* An idle side would still report POLLHUP: leave it
-			 * out, or poll would spin. */
-			if (fds[s].events == 0)
-				fds[s].fd = -1;
-			fds[s].revents = 0;
-		}
-		rc = poll(fds, 2, sr_clock_left_ms(deadline));
+		wait_for(&r, fds);
+		now = sr_clock_ns();
+		if (ring->spin_ns > 0 && spin_until == 0)
+			spin_until = now + ring->spin_ns;
+		rc = spin(fds, spin_until);
+		if (rc == 0)
+			rc = poll(fds, 2, sr_clock_left_ms(deadline));
 		if (rc < 0 && errno != EINTR) {
 			sr_err_set(err, SR_EIO, SR_PHASE_COLLECTIVE, "poll: %s",
 			    strerror(errno));

@@ -225,6 +225,9 @@ bool sr_auth_verify(const struct sr_auth *a, enum sr_auth_role role,
 /* CRC-32C of len bytes, continuing crc (0 to start). */
 uint32_t sr_crc32c(uint32_t crc, const void *data, size_t len);
 #define SR_TRAILER_LEN 4
+/* Frames of at most this many payload bytes are read whole, header and
+ * payload in one call. */
+#define SR_STAGE 4096
 
 /* ----------------------------------------------------------------- reduce */
 
@@ -302,6 +305,9 @@ struct sr_transfer {
 	int nrecvs;
 	enum sr_dtype dtype;
 	enum sr_op op;
+	/* Payload bytes per frame at most (0: SR_FRAME_MAX); the same on
+	 * every rank, as both ends cut a send into frames alike. */
+	uint64_t frame_max;
 };
 
 /* Runs a transfer to completion or failure (then the ring is failed). */
@@ -321,6 +327,8 @@ struct sr_peer {
 	uint8_t header[SR_FRAME_HEADER_LEN];
 	size_t header_got;
 	uint8_t abort_buf[SR_ABORT_MAX];
+	/* A small frame's payload read with its header, until it is checked. */
+	uint8_t stage[SR_STAGE];
 	size_t abort_got;
 	uint64_t abort_len;
 	/* Send state of the frame under way: header bytes still to go, and
@@ -350,7 +358,11 @@ struct sr_ring {
 	char **addresses;
 	uint8_t *scratch;
 	size_t scratch_size;
-	uint8_t *segment;	 /* SR_SEGMENT bytes for reductions */
+	/* The frames of the collective under way, kept between calls. */
+	struct sr_send *plan_sends;
+	struct sr_recv *plan_recvs;
+	size_t plan_size;
+	uint8_t *segment;	 /* SR_SEGMENT bytes a side for reductions */
 	int64_t spin_ns;	 /* busy-poll this long before sleeping */
 	bool integrity;		 /* frames carry a CRC-32C trailer */
 };
@@ -370,11 +382,15 @@ int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);
 void sr_ring_fail(struct sr_ring *ring, const struct sr_error *err);
 /* Scratch space of at least size bytes owned by the ring; NULL on ENOMEM. */
 uint8_t *sr_ring_scratch(struct sr_ring *ring, size_t size);
+/* An empty transfer x with room for `steps` sends and as many receives,
+ * owned by the ring (allocated once, reused by every call); -1 on ENOMEM. */
+int sr_ring_plan(struct sr_ring *ring, int steps, struct sr_transfer *x);
 
 /* Socket syscalls move at most this many bytes at once. */
 #define SR_IO_MAX (4u << 20)
-/* Frames carry at most this much payload: a forwarding rank sends a piece
- * once it has all of it, so this is also the pipelining grain. */
+/* Frames carry at most this much payload unless a transfer says otherwise:
+ * a forwarding rank sends a piece once it has all of it, so this is also
+ * the pipelining grain. */
 #define SR_FRAME_MAX (256u << 10)
 /* A reduction folds received bytes in pieces of at most this size, while
  * they are still in cache. */

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,8 @@ ring_free(struct sr_ring *ring)
 			close(ring->peer[s].fd);
 	free(ring->scratch);
 	free(ring->segment);
+	free(ring->plan_sends);
+	free(ring->plan_recvs);
 	free(ring);
 }
 
@@ -102,7 +103,7 @@ ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	if (world == 1)
 		return ring;
 	ring->addresses = calloc((size_t)world, sizeof(char *));
-	ring->segment = malloc(SR_SEGMENT);
+	ring->segment = malloc(2 * SR_SEGMENT);
 	if (ring->addresses == NULL || ring->segment == NULL)
 		goto fail;
 	for (uint64_t i = 0; i < world; i++)
@@ -112,33 +113,6 @@ ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 fail:
 	ring_free(ring);
 	return NULL;
-}
-
-/*
- * Busy-polling pays only while every rank on this host has a core: count
- * the ranks whose address has this rank's host.
- */
-static int64_t
-spin_budget(const struct sr_ring *ring)
-{
-	const char *mine = ring->addresses[ring->rank];
-	const char *colon = strrchr(mine, ':');
-	size_t host_len;
-	cpu_set_t set;
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t local = 0;
-
-	if (colon == NULL)
-		return 0;
-	host_len = (size_t)(colon - mine);
-	/* The cores this process may run on, not the machine's. */
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		cores = CPU_COUNT(&set);
-	for (uint32_t i = 0; i < ring->world; i++)
-		if (strncmp(ring->addresses[i], mine, host_len) == 0 &&
-		    ring->addresses[i][host_len] == ':')
-			local++;
-	return cores > 0 && local <= (uint32_t)cores ? SR_SPIN_NS : 0;
 }
 
 static void
@@ -191,7 +165,7 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world);
 		set_peer(ring, SR_PREV, prev_fd,
 		    (ring->rank + ring->world - 1) % ring->world);
-		ring->spin_ns = spin_budget(ring);
+		ring->spin_ns = SR_SPIN_NS;
 	}
 	sr_listener_close(listener);
 	*out = ring;
@@ -248,6 +222,29 @@ sr_ring_scratch(struct sr_ring *ring, size_t size)
 	ring->scratch = grown;
 	ring->scratch_size = size;
 	return grown;
+}
+
+int
+sr_ring_plan(struct sr_ring *ring, int steps, struct sr_transfer *x)
+{
+	if ((size_t)steps > ring->plan_size) {
+		struct sr_send *sends = calloc((size_t)steps, sizeof(*sends));
+		struct sr_recv *recvs = calloc((size_t)steps, sizeof(*recvs));
+
+		if (sends == NULL || recvs == NULL) {
+			free(sends);
+			free(recvs);
+			return -1;
+		}
+		free(ring->plan_sends);
+		free(ring->plan_recvs);
+		ring->plan_sends = sends;
+		ring->plan_recvs = recvs;
+		ring->plan_size = (size_t)steps;
+	}
+	*x = (struct sr_transfer){ .sends = ring->plan_sends,
+		.recvs = ring->plan_recvs };
+	return 0;
 }
 
 int

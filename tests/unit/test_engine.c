@@ -55,7 +55,7 @@ fake_build(struct fake *f, int64_t timeout_ms)
 	ring->timeout_ms = timeout_ms;
 	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
 	sr_error_clear(&ring->failure);
-	ring->segment = malloc(SR_SEGMENT);
+	ring->segment = malloc(2 * SR_SEGMENT);
 	ring->addresses = calloc(WORLD, sizeof(char *));
 	if (ring->segment == NULL || ring->addresses == NULL)
 		return -1;
@@ -300,7 +300,7 @@ broadcast_frame_fed_one_byte_at_a_time(void)
 }
 
 static void
-allgather_forwards_blocks_in_ring_order(void)
+allgather_runs_both_ways(void)
 {
 	struct sr_frame frame = { .kind = SR_FRAME_ALLGATHER, .seq = 1,
 		.length = 16 };
@@ -315,26 +315,59 @@ allgather_forwards_blocks_in_ring_order(void)
 	fill_pattern(mine, 16, 1);
 	fill_pattern(b0, 16, 100);
 	fill_pattern(b2, 16, 200);
-	/* Rank 0 sends its own block at step 0, then forwards rank 2's. */
+	/* In a world of 3 one hop each way brings every block: rank 0's
+	 * from the previous rank, rank 2's from the next. */
 	frame.step = 0;
 	put_frame(f.far[SR_PREV], &frame, b0, 16);
-	frame.step = 1;
-	put_frame(f.far[SR_PREV], &frame, b2, 16);
+	put_frame(f.far[SR_NEXT], &frame, b2, 16);
 	memset(all, 0, sizeof(all));
 	CHECKF(sr_allgather(f.ring, mine, 16, all, &err) == 0, "%s",
 	    err.message);
 	CHECK(memcmp(all, b0, 16) == 0);
 	CHECK(memcmp(all + 16, mine, 16) == 0);
 	CHECK(memcmp(all + 32, b2, 16) == 0);
-	/* Rank 1 sends its own block, then forwards rank 0's. */
-	for (uint32_t k = 0; k < 2; k++) {
-		CHECK(get(f.far[SR_NEXT], header, sizeof(header), 1000) == 0);
+	/* Rank 1's own block went both ways, as step 0. */
+	for (int s = 0; s < 2; s++) {
+		CHECK(get(f.far[s], header, sizeof(header), 1000) == 0);
 		sr_frame_decode(header, &got);
-		CHECK(got.kind == SR_FRAME_ALLGATHER && got.step == k &&
+		CHECK(got.kind == SR_FRAME_ALLGATHER && got.step == 0 &&
 		    got.seq == 1 && got.length == 16);
-		CHECK(get(f.far[SR_NEXT], data, 16, 1000) == 0);
-		CHECK(memcmp(data, k == 0 ? mine : b0, 16) == 0);
+		CHECK(get(f.far[s], data, 16, 1000) == 0);
+		CHECK(memcmp(data, mine, 16) == 0);
 	}
+	fake_close(&f);
+}
+
+/* A neighbour that finished may start the next collective, on either
+ * side: its frames wait for their turn instead of failing this one. */
+static void
+next_collective_waits_on_either_side(void)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_ALLGATHER, .seq = 1,
+		.length = 8 };
+	uint8_t mine[8], b0[8], b2[8], later[8], all[3 * 8];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	fill_pattern(mine, 8, 1);
+	fill_pattern(b0, 8, 100);
+	fill_pattern(b2, 8, 200);
+	fill_pattern(later, 8, 50);
+	put_frame(f.far[SR_PREV], &frame, b0, 8);
+	put_frame(f.far[SR_NEXT], &frame, b2, 8);
+	/* The next rank's frame of call 2 comes right behind. */
+	frame.seq = 2;
+	put_frame(f.far[SR_NEXT], &frame, later, 8);
+	CHECKF(sr_allgather(f.ring, mine, 8, all, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(all + 16, b2, 8) == 0);
+	put_frame(f.far[SR_PREV], &frame, b2, 8);
+	CHECKF(sr_allgather(f.ring, mine, 8, all, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(all, b2, 8) == 0);
+	CHECK(memcmp(all + 16, later, 8) == 0);
 	fake_close(&f);
 }
 
@@ -370,7 +403,7 @@ each_collective_takes_the_next_seq(void)
 /*
  * Rank 0 sends `bad` (and some payload) where rank 1 expects the
  * broadcast of BYTES bytes: an out-of-step error naming rank 0, with not
- * a byte of payload read.
+ * a byte of payload written.
  */
 static void
 expect_out_of_step(const struct sr_frame *bad, const char *saw)
@@ -399,9 +432,11 @@ expect_out_of_step(const struct sr_frame *bad, const char *saw)
 	CHECKF(contains(err.message, "out of step"), "%s", err.message);
 	CHECKF(contains(err.message, expected), "%s", err.message);
 	CHECKF(contains(err.message, got), "%s", err.message);
-	/* Checked before any payload is read or written anywhere. */
-	CHECKF(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload),
-	    "%d bytes left unread", pending(f.ring->peer[SR_PREV].fd));
+	/* Checked before any payload reaches the caller; a small frame is
+	 * read whole, but never more than the frame this rank expected. */
+	CHECKF(pending(f.ring->peer[SR_PREV].fd) ==
+	    (int)(sizeof(payload) - BYTES), "%d bytes left unread",
+	    pending(f.ring->peer[SR_PREV].fd));
 	for (size_t i = 0; i < sizeof(buf); i++)
 		CHECKF(buf[i] == 0xee, "buf[%zu] written", i);
 	CHECK(f.ring->failed);
@@ -484,7 +519,35 @@ abort_of_absurd_length_is_rejected(void)
 	CHECKF(contains(err.message, "an abort frame of 9223372036854775808 "
 	    "bytes (not a silvic frame) came from rank 0 (10.0.0.1:4100)"),
 	    "%s", err.message);
-	CHECK(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload));
+	CHECK(pending(f.ring->peer[SR_PREV].fd) ==
+	    (int)(sizeof(payload) - BYTES));
+	fake_close(&f);
+}
+
+/* A frame too big to be read whole: its header is checked before a byte
+ * of the payload behind it leaves the socket. */
+static void
+large_frame_payload_waits_for_its_header(void)
+{
+	struct sr_frame bad = broadcast_frame(2 * SR_STAGE);
+	static uint8_t buf[2 * SR_STAGE];
+	uint8_t payload[100];
+	struct sr_error err;
+	struct fake f;
+
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	bad.step = 1;
+	memset(payload, 0x77, sizeof(payload));
+	put_frame(f.far[SR_PREV], &bad, payload, sizeof(payload));
+	memset(buf, 0xee, sizeof(buf));
+	CHECK(sr_broadcast(f.ring, buf, sizeof(buf), PREV_RANK, &err) == -1);
+	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
+	    sr_code_name(err.code));
+	CHECKF(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload),
+	    "%d bytes left unread", pending(f.ring->peer[SR_PREV].fd));
+	for (size_t i = 0; i < sizeof(buf); i++)
+		CHECKF(buf[i] == 0xee, "buf[%zu] written", i);
 	fake_close(&f);
 }
 
@@ -917,7 +980,8 @@ main(void)
 	/* Every wait in here has a deadline; this bounds the rest. */
 	alarm(120);
 	TEST_RUN(broadcast_frame_fed_one_byte_at_a_time);
-	TEST_RUN(allgather_forwards_blocks_in_ring_order);
+	TEST_RUN(allgather_runs_both_ways);
+	TEST_RUN(next_collective_waits_on_either_side);
 	TEST_RUN(each_collective_takes_the_next_seq);
 	TEST_RUN(out_of_step_other_kind);
 	TEST_RUN(out_of_step_other_seq);
@@ -926,6 +990,7 @@ main(void)
 	TEST_RUN(out_of_step_huge_length);
 	TEST_RUN(out_of_step_unknown_kind);
 	TEST_RUN(abort_of_absurd_length_is_rejected);
+	TEST_RUN(large_frame_payload_waits_for_its_header);
 	TEST_RUN(goodbye_mid_collective_is_out_of_step);
 	TEST_RUN(failure_is_told_to_both_neighbours);
 	TEST_RUN(abort_from_peer_reports_origin);

@@ -1107,7 +1107,8 @@ out_of_step_scenario(struct rank_ctx *ctx)
 	size_t count = variant == STEP_LENGTH_100001 ? 100000 :
 	    variant == STEP_ALLGATHER_SMALL || variant == STEP_OP_SMALL ||
 	    variant == STEP_DTYPE_SMALL ? 10 : 1000;
-	double *v = xmalloc((count + 1) * sizeof(double) * ctx->world);
+	/* Room for an allgather of count elements behind count + 1. */
+	double *v = xmalloc((count + 1) * sizeof(double) * (ctx->world + 1));
 	struct sr_error err, again;
 	int64_t t0;
 	int rc;
