@@ -484,6 +484,18 @@ read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
 	return n;
 }
 
+/* The header just read is the frame expected: its payload comes next. */
+static void
+header_taken(struct run *r, enum sr_side side, uint64_t length)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+
+	if (r->ring->integrity)
+		p->rx_crc = sr_crc32c(0, p->header, SR_FRAME_HEADER_LEN);
+	p->header_got = 0;
+	p->rx_payload_left = length;
+}
+
 /*
  * A small frame's header and payload in one read: a syscall saved per
  * frame, which is much of a small message's cost.  The payload waits in
@@ -500,7 +512,7 @@ read_small(struct run *r, enum sr_side side, struct sr_recv *v,
 	struct iovec iov[2] = { { p->header, SR_FRAME_HEADER_LEN },
 		{ p->stage, (size_t)want->length } };
 	struct sr_frame got;
-	size_t ahead = 0, at = 0;
+	size_t ahead, at = 0;
 	ssize_t n;
 	int rc;
 
@@ -532,8 +544,7 @@ read_small(struct run *r, enum sr_side side, struct sr_recv *v,
 	rc = read_header(r, side, want, err);
 	if (rc != 1)
 		return rc;
-	p->header_got = 0;
-	p->rx_payload_left = want->length;
+	header_taken(r, side, want->length);
 	while (at < ahead) {
 		uint64_t room = ahead - at;
 		uint8_t *into = payload_room(r, &r->side[side], v, &room);
@@ -616,26 +627,17 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 			if (!r->ring->integrity && p->header_got == 0 &&
 			    p->abort_len == 0 && want.length <= SR_STAGE) {
 				rc = read_small(r, side, v, &want, err);
-				if (rc == 1)
-					moved += SR_FRAME_HEADER_LEN +
-					    (int64_t)(want.length -
-					    p->rx_payload_left);
 			} else {
 				rc = read_header(r, side, &want, err);
-				if (rc == 1) {
-					if (r->ring->integrity)
-						p->rx_crc = sr_crc32c(0,
-						    p->header,
-						    SR_FRAME_HEADER_LEN);
-					p->header_got = 0;
-					p->rx_payload_left = want.length;
-					moved += SR_FRAME_HEADER_LEN;
-				}
+				if (rc == 1)
+					header_taken(r, side, want.length);
 			}
 			if (rc < 0)
 				return -1;
 			if (rc == 0)
 				break;
+			moved += SR_FRAME_HEADER_LEN +
+			    (int64_t)(want.length - p->rx_payload_left);
 			if (p->rx_payload_left == 0)
 				piece_done(r, side, v);
 			continue;
@@ -785,7 +787,7 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
     struct sr_error *err)
 {
 	struct run r = { .ring = ring, .x = xfer, .failed_side = -1 };
-	int64_t deadline, now, spin_until = 0;
+	int64_t deadline, spin_until = 0;
 
 	r.esize = sr_dtype_size(xfer->dtype);
 	r.frame_max = xfer->frame_max > 0 ? xfer->frame_max : SR_FRAME_MAX;
@@ -846,9 +848,8 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 				return -1;
 			}
 		wait_for(&r, fds);
-		now = sr_clock_ns();
 		if (ring->spin_ns > 0 && spin_until == 0)
-			spin_until = now + ring->spin_ns;
+			spin_until = sr_clock_ns() + ring->spin_ns;
 		rc = spin(fds, spin_until);
 		if (rc == 0)
 			rc = poll(fds, 2, sr_clock_left_ms(deadline));
