@@ -200,7 +200,7 @@ op_name(int i)
 
 static void
 header_text(FILE *out, const struct bench_options *o, char **addresses,
-    uint32_t world)
+    uint32_t world, const char *congestion)
 {
 	char a[32], b[32];
 
@@ -210,6 +210,9 @@ header_text(FILE *out, const struct bench_options *o, char **addresses,
 		    "sockets)\n", out);
 	for (uint32_t r = 0; r < world && world > 1; r++)
 		fprintf(out, "#   rank %u: %s\n", r, addresses[r]);
+	if (world > 1)
+		fprintf(out, "# links: TCP, congestion control %s (rank 0's)\n",
+		    congestion[0] ? congestion : "unknown");
 	fputs("# options: ", out);
 	print_list(out, o->colls, BENCH_COLL_COUNT, coll_name, false);
 	fprintf(out, " -b %s -e %s", bench_size_format(o->minbytes, a,
@@ -239,7 +242,7 @@ header_text(FILE *out, const struct bench_options *o, char **addresses,
 
 static void
 header_json(FILE *out, const struct bench_options *o, char **addresses,
-    uint32_t world)
+    uint32_t world, const char *congestion)
 {
 	fprintf(out, "{\"type\":\"header\",\"schema\":1,\"version\":");
 	json_string(out, SR_VERSION);
@@ -248,7 +251,12 @@ header_json(FILE *out, const struct bench_options *o, char **addresses,
 		fputs(r ? "," : "", out);
 		json_string(out, addresses[r]);
 	}
-	fputs("],\"options\":{\"collectives\":[", out);
+	fputs("],\"tcp_congestion\":", out);
+	if (world > 1)
+		json_string(out, congestion);
+	else
+		fputs("null", out);
+	fputs(",\"options\":{\"collectives\":[", out);
 	print_list(out, o->colls, BENCH_COLL_COUNT, coll_name, true);
 	fprintf(out, "],\"minbytes\":%llu,\"maxbytes\":%llu,\"stepfactor\":",
 	    (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
@@ -842,9 +850,11 @@ bench(struct sweep *s, char **addresses)
 		s->last_size = z;
 	if (s->rank == 0) {
 		if (o->json)
-			header_json(s->out, o, addresses, s->world);
+			header_json(s->out, o, addresses, s->world,
+			    sr_ring_congestion(s->ring));
 		else if (!o->csv)
-			header_text(s->out, o, addresses, s->world);
+			header_text(s->out, o, addresses, s->world,
+			    sr_ring_congestion(s->ring));
 		else if (o->colls & ((1u << BENCH_LINKS) - 1))
 			fputs(csv_header, s->out);
 		fflush(s->out);

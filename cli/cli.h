@@ -114,6 +114,7 @@ struct cli_ring {
 	bool json;		/* --json */
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
+	const char *congestion;	/* --tcp-congestion; NULL: the system's */
 };
 
 enum {
@@ -131,6 +132,7 @@ enum {
 	OPT_JSON,
 	OPT_KEY_FILE,
 	OPT_INTEGRITY,
+	OPT_TCP_CONGESTION,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -150,6 +152,7 @@ enum {
 	{ "json", no_argument, NULL, OPT_JSON },                               \
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
+	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE }
 
 /* The help text of those options, for each command's --help. */

@@ -51,6 +51,10 @@ const char cli_ring_help[] =
 "                           authentication)\n"
 "      --integrity          check a CRC-32C on every frame (every rank must\n"
 "                           agree; off by default)\n"
+"      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
+"                           default: reno where the system runs bbr, whose\n"
+"                           pacing slows the ring), system, or a name the\n"
+"                           kernel offers (reno, cubic, ...)\n"
 "      --json               JSON lines on stdout\n"
 "  -v, --verbose            status lines on stderr (-vv: debug)\n";
 
@@ -62,11 +66,13 @@ cli_ring_init(struct cli_ring *opts)
 	opts->rank = -1;
 	opts->world = -1;
 	opts->timeout = DEFAULT_TIMEOUT;
+	opts->congestion = "auto";
 }
 
 int
 cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 {
+	struct sr_error err;
 	uint64_t v;
 
 	switch (c) {
@@ -133,6 +139,14 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_INTEGRITY:
 		opts->integrity = true;
+		return 1;
+	case OPT_TCP_CONGESTION:
+		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
+		if (sr_congestion_check(opts->congestion, &err) != 0) {
+			cli_usage_error("--tcp-congestion '%s': %s", arg,
+			    err.message);
+			return -1;
+		}
 		return 1;
 	case OPT_VERBOSE:
 		cli_verbosity++;
@@ -446,6 +460,9 @@ print_plan(struct setup *s)
 		    (unsigned long long)((r + 1) % n),
 		    (unsigned long long)((r + n - 1) % n));
 		json_number(o, s->opts->timeout);
+		fputs(",\"tcp_congestion\":", o);
+		json_string(o, s->opts->congestion != NULL ?
+		    s->opts->congestion : "system");
 		fputs(",\"addresses\":[", o);
 		for (uint64_t i = 0; i < n; i++) {
 			fputs(i ? "," : "", o);
@@ -468,6 +485,8 @@ print_plan(struct setup *s)
 	fprintf(o, "token: 0x%016llx (%s)\n", (unsigned long long)s->token,
 	    s->token_source);
 	fprintf(o, "timeout: %gs\n", s->opts->timeout);
+	fprintf(o, "tcp congestion control: %s\n", s->opts->congestion != NULL ?
+	    s->opts->congestion : "system");
 	fflush(o);
 }
 
@@ -620,6 +639,7 @@ form(struct setup *s, struct sr_ring **ring)
 	options.cancel = &cli_interrupted;
 	options.on_stray = on_stray;
 	options.integrity = s->opts->integrity;
+	options.congestion = s->opts->congestion;
 	if (s->key_len > 0) {
 		options.key = s->key;
 		options.key_len = s->key_len;
@@ -637,6 +657,9 @@ form(struct setup *s, struct sr_ring **ring)
 	cli_status("accepted rank %llu from %s",
 	    (unsigned long long)((s->rank + s->world - 1) % s->world),
 	    s->list.addr[(s->rank + s->world - 1) % s->world]);
+	cli_status("links run TCP congestion control %s (--tcp-congestion %s)",
+	    sr_ring_congestion(*ring)[0] ? sr_ring_congestion(*ring) : "unknown",
+	    s->opts->congestion != NULL ? s->opts->congestion : "system");
 	/* A shared directory's files go once every rank has read them. */
 	if (s->rdv.backend == &rendezvous_dir &&
 	    sr_barrier(*ring, &err) != 0) {

@@ -35,8 +35,11 @@
  * gives up after 60 s, exiting 1.
  *
  * usage: raw_ring_bench WORLD SIZES ITERS WARMUP SMALL_ITERS SMALL_WARMUP
+ *                       [CONGESTION]
  *        SIZES is a comma-separated list of byte counts; sizes below 64 KiB
- *        run SMALL_ITERS after SMALL_WARMUP.
+ *        run SMALL_ITERS after SMALL_WARMUP.  CONGESTION is the sockets'
+ *        TCP congestion control (default: the kernel's), so that the
+ *        ceiling runs the TCP silvic-ring's links run.
  *
  * Compiled by compare-peers (cc -O2 -pthread); not part of the build.
  */
@@ -349,6 +352,9 @@ listen_open(int *port)
 	return fd;
 }
 
+/* The sockets' congestion control, NULL for the kernel's. */
+static const char *congestion;
+
 /* The timeouts bound the blocking calls of ring_open. */
 static void
 tune(int fd)
@@ -360,6 +366,10 @@ tune(int fd)
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
 		die("setsockopt: %s", strerror(errno));
+	if (congestion != NULL && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION,
+	    congestion, strlen(congestion)) != 0)
+		die("TCP congestion control '%s': %s", congestion,
+		    strerror(errno));
 }
 
 /*
@@ -433,11 +443,13 @@ main(int argc, char **argv)
 	pid_t *pids, parent = getpid();
 	char *list, *size, *save = NULL;
 
-	if (argc != 7) {
+	if (argc != 7 && argc != 8) {
 		fprintf(stderr, "usage: raw_ring_bench WORLD SIZES ITERS "
-		    "WARMUP SMALL_ITERS SMALL_WARMUP\n");
+		    "WARMUP SMALL_ITERS SMALL_WARMUP [CONGESTION]\n");
 		return 2;
 	}
+	if (argc == 8)
+		congestion = argv[7];
 	for (int i = 0; i < 5; i++)
 		arg[i] = number(argv[i == 0 ? 1 : i + 2], names[i]);
 	if (arg[0] < 2 || arg[0] > 256) {

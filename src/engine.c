@@ -30,6 +30,9 @@ struct cursor {
 	uint8_t *segment;	/* this side's SR_SEGMENT bytes for reductions */
 	size_t fill;	/* reduction bytes waiting in the segment */
 	bool blocked_out;	/* the socket said EAGAIN on send */
+	/* The socket had nothing more to read (EAGAIN, or a read came up
+	 * short): no read is tried until poll reports it readable. */
+	bool dry;
 	bool parked;	/* a later collective's header waits in the peer */
 };
 
@@ -405,8 +408,12 @@ fold(struct run *r, struct cursor *c, struct sr_recv *v)
 
 	if (elements == 0)
 		return;
-	sr_reduce(v->data + v->done, v->local + v->done, seg, elements,
-	    r->x->dtype, r->x->op);
+	if (v->swap)
+		sr_reduce(v->data + v->done, seg, v->local + v->done, elements,
+		    r->x->dtype, r->x->op);
+	else
+		sr_reduce(v->data + v->done, v->local + v->done, seg, elements,
+		    r->x->dtype, r->x->op);
 	v->done += bytes;
 	c->fill -= bytes;
 	if (c->fill > 0)
@@ -481,6 +488,8 @@ read_payload(struct run *r, enum sr_side side, struct sr_recv *v,
 		return -1;
 	}
 	payload_in(r, side, v, into, (size_t)n);
+	if ((uint64_t)n < want)
+		r->side[side].dry = true;
 	return n;
 }
 
@@ -525,6 +534,8 @@ read_small(struct run *r, enum sr_side side, struct sr_recv *v,
 		io_error(r, side, n, err);
 		return -1;
 	}
+	if ((size_t)n < SR_FRAME_HEADER_LEN + want->length)
+		r->side[side].dry = true;
 	/* End of file, or a header still short: read_header goes on. */
 	p->header_got = (size_t)n < SR_FRAME_HEADER_LEN ? (size_t)n :
 	    SR_FRAME_HEADER_LEN;
@@ -600,7 +611,7 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 	struct sr_peer *p = &r->ring->peer[side];
 	int64_t moved = 0, n;
 
-	while (c->recv >= 0) {
+	while (c->recv >= 0 && !c->dry) {
 		struct sr_recv *v = &r->x->recvs[c->recv];
 		int rc;
 
@@ -608,8 +619,10 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 			rc = read_trailer(r, side, err);
 			if (rc < 0)
 				return -1;
-			if (rc == 0)
+			if (rc == 0) {
+				c->dry = true;
 				break;
+			}
 			moved += SR_TRAILER_LEN;
 			v->verified = c->rx_off;
 			if (c->rx_off == v->len)
@@ -634,8 +647,10 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 			}
 			if (rc < 0)
 				return -1;
-			if (rc == 0)
+			if (rc == 0) {
+				c->dry = true;
 				break;
+			}
 			moved += SR_FRAME_HEADER_LEN +
 			    (int64_t)(want.length - p->rx_payload_left);
 			if (p->rx_payload_left == 0)
@@ -645,8 +660,10 @@ pump_in(struct run *r, enum sr_side side, struct sr_error *err)
 		n = read_payload(r, side, v, err);
 		if (n < 0)
 			return -1;
-		if (n == 0)
+		if (n == 0) {
+			c->dry = true;
 			break;
+		}
 		moved += n;
 		if (p->rx_payload_left == 0)
 			piece_done(r, side, v);
@@ -666,13 +683,15 @@ watch_idle(struct run *r, enum sr_side side, struct sr_error *err)
 	struct cursor *c = &r->side[side];
 	int rc;
 
-	if (c->recv >= 0 || c->parked || r->ring->peer[side].eof)
+	if (c->recv >= 0 || c->parked || c->dry || r->ring->peer[side].eof)
 		return 0;
 	rc = read_header(r, side, NULL, err);
 	if (rc < 0)
 		return -1;
 	if (rc == 1)
 		c->parked = true;
+	else
+		c->dry = true;
 	return 0;
 }
 
@@ -858,6 +877,10 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			    strerror(errno));
 			return -1;
 		}
+		for (int s = 0; s < 2; s++)
+			if (rc > 0 && (fds[s].revents & (POLLIN | POLLHUP |
+			    POLLERR)) != 0)
+				r.side[s].dry = false;
 		if (sr_clock_ns() >= deadline) {
 			silence_error(&r, err);
 			return -1;

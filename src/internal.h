@@ -61,6 +61,11 @@ int sr_sock_nonblocking(int fd);
 void sr_sock_tune(int fd, int64_t timeout_ms);
 /* Buffer sizes; best effort. */
 void sr_sock_buffers(int fd, int bytes);
+/* Sets the congestion control; -1 with why (what the kernel offers or
+ * allows) when it cannot. */
+int sr_sock_congestion(int fd, const char *name, char *why, size_t why_size);
+/* The socket's congestion control, "" when the kernel does not say. */
+void sr_sock_congestion_name(int fd, char *buf, size_t size);
 
 /* ------------------------------------------------------------------- wire */
 
@@ -287,9 +292,13 @@ struct sr_recv {
 	enum sr_side side;
 	uint8_t *data;
 	uint64_t len;
-	/* With reduce: data = op(local, payload); local may be data. */
+	/* With reduce: data = op(local, payload); local may be data.  With
+	 * swap too: data = op(payload, local), and local must not be data
+	 * (max and min pick by operand order: a fold order fixed on every
+	 * rank keeps results bitwise identical). */
 	const uint8_t *local;
 	bool reduce;
+	bool swap;
 	struct sr_frame frame;
 	/* Engine state: payload bytes final in data, of those the ones
 	 * whose frame passed its integrity check, and completion. */
@@ -365,6 +374,7 @@ struct sr_ring {
 	uint8_t *segment;	 /* SR_SEGMENT bytes a side for reductions */
 	int64_t spin_ns;	 /* busy-poll this long before sleeping */
 	bool integrity;		 /* frames carry a CRC-32C trailer */
+	char congestion[SR_CONGESTION_MAX];	/* the next link's */
 };
 
 /*

@@ -48,6 +48,35 @@ ring_free(struct sr_ring *ring)
 	free(ring);
 }
 
+int
+sr_congestion_check(const char *name, struct sr_error *err)
+{
+	char why[sizeof(err->message)];
+	int fd, rc;
+
+	sr_error_clear(err);
+	if (name == NULL || strcmp(name, "auto") == 0)
+		return 0;
+	if (name[0] == '\0' || strlen(name) >= SR_CONGESTION_MAX) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "'%s' is not a TCP "
+		    "congestion control name (1 to %d characters)", name,
+		    SR_CONGESTION_MAX - 1);
+		return -1;
+	}
+	/* The kernel's answer on a socket that never connects. */
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 &&
+	    (fd = socket(AF_INET6, SOCK_STREAM, 0)) < 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "socket: %s",
+		    strerror(errno));
+		return -1;
+	}
+	rc = sr_sock_congestion(fd, name, why, sizeof(why));
+	close(fd);
+	if (rc != 0)
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
+	return rc;
+}
+
 static int
 check_config(uint64_t rank, uint64_t world, const char *const *addresses,
     const struct sr_ring_options *options, struct sr_error *err)
@@ -81,6 +110,8 @@ check_config(uint64_t rank, uint64_t world, const char *const *addresses,
 			    "rank %llu has no address", (unsigned long long)i);
 			return -1;
 		}
+	if (world > 1 && sr_congestion_check(options->congestion, err) != 0)
+		return -1;
 	return 0;
 }
 
@@ -115,8 +146,27 @@ fail:
 	return NULL;
 }
 
+/*
+ * The link's congestion control (see sr_ring_options).  Checked before
+ * the ring formed, so a failure here is not expected; the ring then runs
+ * on what the kernel chose, and sr_ring_congestion says which.
+ */
 static void
-set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank)
+set_congestion(int fd, const char *want)
+{
+	char now[SR_CONGESTION_MAX], why[160];
+
+	if (want != NULL && strcmp(want, "auto") == 0) {
+		sr_sock_congestion_name(fd, now, sizeof(now));
+		want = strncmp(now, "bbr", 3) == 0 ? "reno" : NULL;
+	}
+	if (want != NULL)
+		(void)sr_sock_congestion(fd, want, why, sizeof(why));
+}
+
+static void
+set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank,
+    const char *congestion)
 {
 	struct sr_peer *p = &ring->peer[side];
 
@@ -125,6 +175,10 @@ set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank)
 	snprintf(p->address, sizeof(p->address), "%s", ring->addresses[rank]);
 	sr_sock_nonblocking(fd);
 	sr_sock_tune(fd, ring->timeout_ms);
+	set_congestion(fd, congestion);
+	if (side == SR_NEXT)
+		sr_sock_congestion_name(fd, ring->congestion,
+		    sizeof(ring->congestion));
 }
 
 int
@@ -162,9 +216,11 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 			ring_free(ring);
 			goto fail;
 		}
-		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world);
+		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world,
+		    options->congestion);
 		set_peer(ring, SR_PREV, prev_fd,
-		    (ring->rank + ring->world - 1) % ring->world);
+		    (ring->rank + ring->world - 1) % ring->world,
+		    options->congestion);
 		ring->spin_ns = SR_SPIN_NS;
 	}
 	sr_listener_close(listener);
@@ -185,6 +241,12 @@ sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms)
 	for (int s = 0; s < 2; s++)
 		if (ring->peer[s].fd >= 0)
 			sr_sock_tune(ring->peer[s].fd, timeout_ms);
+}
+
+const char *
+sr_ring_congestion(const struct sr_ring *ring)
+{
+	return ring->congestion;
 }
 
 uint32_t

@@ -187,7 +187,27 @@ struct sr_ring_options {
 	 * and what a middlebox or bad memory corrupts.  Every rank must agree.
 	 */
 	bool integrity;
+	/*
+	 * The TCP congestion control of the ring's two links.  NULL keeps
+	 * the kernel's choice.  "auto" replaces bbr by reno and keeps any
+	 * other: bbr paces every flow, which without an fq qdisc costs a
+	 * timer per burst, and on the ring's long-lived links between
+	 * nearby hosts that measured 5-10% of large-buffer bandwidth.  Any
+	 * other name must be one the kernel offers (and, for an
+	 * unprivileged process, allows); sr_congestion_check tells first.
+	 */
+	const char *congestion;
 };
+
+/* The longest congestion control name, with its NUL (the kernel's). */
+#define SR_CONGESTION_MAX 16
+
+/*
+ * Whether `name` can be given as the congestion option here: 0 for NULL,
+ * "auto" and a name this process may set on a TCP socket, else -1 with
+ * err saying why (what the kernel offers, or allows).
+ */
+int sr_congestion_check(const char *name, struct sr_error *err);
 
 /* Whether this build of the core can authenticate (libcrypto). */
 int sr_auth_built_in(void);
@@ -219,6 +239,9 @@ void sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms);
 uint32_t sr_ring_rank(const struct sr_ring *ring);
 uint32_t sr_ring_world(const struct sr_ring *ring);
 const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
+/* The congestion control the link to the next rank runs ("" in a world of
+ * one), as the kernel reports it. */
+const char *sr_ring_congestion(const struct sr_ring *ring);
 
 /*
  * Ends the ring cleanly: shuts the write sides, drains both sockets to EOF

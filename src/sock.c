@@ -175,6 +175,61 @@ sr_sock_tune(int fd, int64_t timeout_ms)
 	    sizeof(user_timeout));
 }
 
+/* The kernel's list in /proc/sys/net/ipv4/NAME, or "unknown". */
+static void
+proc_list(const char *name, char *buf, size_t size)
+{
+	char path[96];
+	FILE *f;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
+	if ((f = fopen(path, "r")) != NULL) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	if (n == 0)
+		snprintf(buf, size, "unknown");
+}
+
+int
+sr_sock_congestion(int fd, const char *name, char *why, size_t why_size)
+{
+	char list[256];
+	int e;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, strlen(name)) == 0)
+		return 0;
+	e = errno;
+	if (e == ENOENT) {
+		proc_list("tcp_available_congestion_control", list, sizeof(list));
+		snprintf(why, why_size, "the kernel has no TCP congestion "
+		    "control '%s' (it offers: %s)", name, list);
+	} else if (e == EPERM) {
+		proc_list("tcp_allowed_congestion_control", list, sizeof(list));
+		snprintf(why, why_size, "TCP congestion control '%s' is not "
+		    "allowed to unprivileged processes (allowed: %s)", name,
+		    list);
+	} else {
+		snprintf(why, why_size, "TCP congestion control '%s': %s",
+		    name, strerror(e));
+	}
+	return -1;
+}
+
+void
+sr_sock_congestion_name(int fd, char *buf, size_t size)
+{
+	socklen_t len = (socklen_t)(size - 1);
+
+	memset(buf, 0, size);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &len) != 0)
+		buf[0] = '\0';
+}
+
 void
 sr_sock_buffers(int fd, int bytes)
 {

@@ -228,6 +228,29 @@ PY
 	[ ! -s "$BATS_TEST_TMPDIR/rank1.out" ]
 }
 
+@test "--tcp-congestion: the links run it, the header and -v say so; a bad name is a usage error" {
+	local sys want
+	run timeout 60 "$SR" launch -n 2 bench -b 8 -e 1K -f 8 "${QUICK[@]}" \
+		--tcp-congestion reno -v
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "$output" == *"[0] silvic-ring: rank 0: links run TCP congestion control reno (--tcp-congestion reno)"* ]]
+	[[ "$output" == *"[1] silvic-ring: rank 1: links run TCP congestion control reno (--tcp-congestion reno)"* ]]
+	[[ "$output" == *"[0] # links: TCP, congestion control reno (rank 0's)"* ]]
+	# auto, the default: reno instead of bbr, else the system's own
+	sys=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+	want=$sys
+	[[ "$sys" == bbr* ]] && want=reno
+	run timeout 60 "$SR" launch -n 2 bench -b 8 -e 8 "${QUICK[@]}" --json
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "$output" == *'"tcp_congestion":"'"$want"'"'* ]]
+	run "$SR" bench --tcp-congestion no-such-cc
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--tcp-congestion 'no-such-cc': the kernel has no TCP congestion control 'no-such-cc' (it offers: "*reno* ]]
+	run env SILVIC_RING_RANK=0 SILVIC_RING_WORLD=1 "$SR" run --tcp-congestion system --dry-run </dev/null
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "$output" == *"tcp congestion control: system"* ]]
+}
+
 @test "ranks given different bench options refuse to run" {
 	local list=$BATS_TEST_TMPDIR/peers pids=() st0=0 st1=0
 	free_ports 2 | sed 's/^/127.0.0.1:/' >"$list"

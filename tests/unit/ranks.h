@@ -101,6 +101,7 @@ struct ranks_job {
 	/* Ranks that wait for the parent's byte (ranks_tell) before they
 	 * join the ring. */
 	uint32_t hold_mask;
+	const char *congestion;	/* the ring option; NULL: the kernel's */
 };
 
 struct ranks {
@@ -309,6 +310,7 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 	options.timeout_ms = r->job.timeout_ms > 0 ? r->job.timeout_ms : 10000;
 	options.on_stray = rank_on_stray;
 	options.stray_arg = &ctx;
+	options.congestion = r->job.congestion;
 	token = r->job.token_of[rank] ? r->job.token_of[rank] : r->job.token;
 	if (r->job.hold_mask >> rank & 1)
 		rank_hold(&ctx, r->job.deadline_ms);

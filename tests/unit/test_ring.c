@@ -542,6 +542,148 @@ test_bitwise_identical(void)
 	}
 }
 
+/*
+ * Max and min pick by operand order where values compare equal (+0 and
+ * -0) or not at all (NaN), and a sum of two NaNs keeps the first one's
+ * payload: so every rank must fold in one order for results to agree.
+ */
+static double
+order_input(uint32_t rank, size_t i)
+{
+	uint64_t nan_bits = 0x7ff8000000000000ull | (rank + 1) * 0x1111ull;
+	double nan;
+
+	memcpy(&nan, &nan_bits, sizeof(nan));
+	switch ((i + rank * (i / 5 + 1)) % 5) {
+	case 0:
+		return 0.0;
+	case 1:
+		return -0.0;
+	case 2:
+		return nan;
+	case 3:
+		return 1.0;
+	default:
+		return -1.0;
+	}
+}
+
+static const size_t order_counts[] = { 100, 10007 };
+static const enum sr_op order_ops[] = { SR_MAX, SR_MIN, SR_SUM };
+
+static int
+fold_order_scenario(struct rank_ctx *ctx)
+{
+	struct sr_error err;
+	int k = 0;
+
+	for (size_t c = 0; c < 2; c++)
+		for (size_t o = 0; o < 3; o++, k++) {
+			size_t count = order_counts[c];
+			double *v = xmalloc(count * sizeof(double));
+
+			for (size_t i = 0; i < count; i++)
+				v[i] = order_input(ctx->rank, i);
+			if (sr_allreduce(ctx->ring, v, v, count, SR_F64,
+				order_ops[o], &err) != 0) {
+				free(v);
+				return rank_fail(ctx, &err);
+			}
+			ctx->report->aux[k] = (int64_t)fnv1a64(FNV_OFFSET, v,
+			    count * sizeof(double));
+			free(v);
+		}
+	return 0;
+}
+
+static void
+test_fold_order_is_the_same_on_every_rank(void)
+{
+	for (uint32_t w = 2; w <= 8; w++) {
+		struct ranks_job job = { .world = w,
+			.scenario = fold_order_scenario, .deadline_ms = 20000 };
+		static struct ranks r;
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		ranks_check_clean(&r, (1u << w) - 1, true);
+		for (int k = 0; k < 6; k++)
+			for (uint32_t i = 1; i < w; i++)
+				CHECKF(r.report[i].aux[k] == r.report[0].aux[k],
+				    "world %u, %s of %zu f64 with signed zeros "
+				    "and NaNs: rank %u's bits differ from rank "
+				    "0's", w, sr_op_name(order_ops[k % 3]),
+				    order_counts[k / 3], i);
+	}
+}
+
+/* ------------------------------------------------ congestion control */
+
+/* The kernel's default congestion control, "" when it does not say. */
+static void
+system_congestion(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+	size_t n = 0;
+
+	if (f != NULL) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+}
+
+static int small_sum_scenario(struct rank_ctx *ctx);
+
+static int
+congestion_scenario(struct rank_ctx *ctx)
+{
+	const char *want = ctx->job->arg;
+
+	RCHECK(ctx, strcmp(sr_ring_congestion(ctx->ring), want) == 0,
+	    "the links run '%s', not '%s'", sr_ring_congestion(ctx->ring),
+	    want);
+	return small_sum_scenario(ctx);
+}
+
+static void
+test_congestion_control(void)
+{
+	char sys_cc[SR_CONGESTION_MAX], autos[SR_CONGESTION_MAX];
+	const char *options[3] = { "reno", "auto", NULL };
+	const char *expect[3] = { "reno", autos, sys_cc };
+	struct sr_error err;
+
+	system_congestion(sys_cc, sizeof(sys_cc));
+	CHECKF(sys_cc[0] != '\0', "this kernel does not name its TCP "
+	    "congestion control");
+	snprintf(autos, sizeof(autos), "%s",
+	    strncmp(sys_cc, "bbr", 3) == 0 ? "reno" : sys_cc);
+	for (int k = 0; k < 3; k++) {
+		struct ranks_job job = { .world = 3,
+			.scenario = congestion_scenario, .deadline_ms = 15000,
+			.congestion = options[k], .arg = expect[k] };
+		static struct ranks r;
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		ranks_check_clean(&r, 0x7, true);
+	}
+	CHECK(sr_congestion_check(NULL, &err) == 0);
+	CHECK(sr_congestion_check("auto", &err) == 0);
+	CHECK(sr_congestion_check("reno", &err) == 0);
+	CHECK(sr_congestion_check("no-such-cc", &err) != 0);
+	CHECKF(err.code == SR_ECONFIG && strstr(err.message, "no-such-cc") &&
+	    strstr(err.message, "reno"), "%s: \"%s\"", sr_code_name(err.code),
+	    err.message);
+	CHECK(sr_congestion_check("a-name-too-long-for-tcp", &err) != 0 &&
+	    err.code == SR_ECONFIG);
+}
+
 /* ------------------------------------------------------- 3. strays */
 
 static void
@@ -1256,6 +1398,19 @@ test_bad_configuration(void)
 	CHECK(sr_ring_connect(&ring, NULL, 0, addresses, 0, 7, NULL, &err) != 0);
 	CHECKF(err.code == SR_ECONFIG, "world 0: %s", sr_code_name(err.code));
 	CHECK(ring == NULL);
+	/* An unknown congestion control fails before any connection. */
+	if (sr_listener_open(&l, "127.0.0.1", NULL, 0, &err) == 0) {
+		struct sr_ring_options o;
+
+		sr_ring_options_init(&o);
+		o.congestion = "no-such-cc";
+		CHECK(sr_ring_connect(&ring, l, 0, addresses, 2, 7, &o, &err) !=
+		    0);
+		CHECKF(err.code == SR_ECONFIG && err.phase == SR_PHASE_CONFIG &&
+		    strstr(err.message, "no-such-cc") != NULL, "%s: %s",
+		    sr_code_name(err.code), err.message);
+		CHECK(ring == NULL);
+	}
 	/* A listener passed with a bad rank is still consumed. */
 	if (sr_listener_open(&l, "127.0.0.1", NULL, 0, &err) == 0)
 		CHECK(sr_ring_connect(&ring, l, 3, addresses, 2, 7, NULL, &err) !=
@@ -1408,6 +1563,8 @@ main(int argc, char **argv)
 	RUN(test_collectives_every_world);
 	RUN(test_allreduce_64mib);
 	RUN(test_bitwise_identical);
+	RUN(test_fold_order_is_the_same_on_every_rank);
+	RUN(test_congestion_control);
 	RUN(test_strays_judged_before_the_rank);
 	RUN(test_strays_queued_with_the_rank);
 	RUN(test_connector_rejected);
