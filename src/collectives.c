@@ -4,11 +4,11 @@
  * the engine.
  *
  * Allreduce is a reduce-scatter then an allgather around the ring (see
- * schedule.c for which block moves at each step); below SR_SMALL_BYTES it
- * is one allgather and a local fold in rank order: ceil((n-1)/2) hops
- * instead of 2(n-1), and at world 4 two hops of recursive doubling.  Each
- * way every element is folded in one fixed order, so results are bitwise
- * identical on every rank.  The frames of a
+ * schedule.c for which block moves at each step); a small one (see
+ * small_enough) is one allgather and a local fold in rank order:
+ * ceil((n-1)/2) hops instead of 2(n-1), and at world 4 two hops of
+ * recursive doubling.  Each way every element is folded in one fixed
+ * order, so results are bitwise identical on every rank.  The frames of a
  * call live in the ring's plan (sr_ring_plan): nothing is allocated per
  * call or per step.
  */
@@ -17,7 +17,8 @@
 
 #include "internal.h"
 
-#define SR_SMALL_BYTES 4096
+/* A small allreduce moves at most this much per rank (see small_enough). */
+#define SR_SMALL_MOVES (128u << 10)
 /* Bounds of an allreduce's frame size (see frame_size). */
 #define SR_FRAME_MIN (128u << 10)
 #define SR_FRAME_BIG (1u << 20)
@@ -302,6 +303,24 @@ pairs_allreduce(struct sr_ring *ring, struct sr_frame frame,
 }
 
 
+/*
+ * Whether an allreduce of `bytes` takes a small path: fewer hops than the
+ * ring's 2(n-1), but more bytes per rank: the both-way allgather moves
+ * (n-1) x bytes, recursive doubling at world 4 2 x bytes, the ring only
+ * 2(n-1)/n x bytes.  Measured (the two alternating in one ring), the
+ * small path won while it moved under about 128 KiB: world 2 at 64 KiB
+ * (22 against 26 us) and level at 128 KiB, world 3 at 32 KiB and level at
+ * 48 KiB, world 4 at 64 KiB, world 8 at 16 KiB; the ring won at world 2,
+ * 256 KiB (62 against 127 us) and world 3, 64 KiB.
+ */
+static bool
+small_enough(uint32_t world, size_t bytes)
+{
+	uint64_t moves = world == 4 ? 2 : world - 1;
+
+	return bytes < SR_SMALL_MOVES / moves;
+}
+
 int
 sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
     enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
@@ -327,10 +346,10 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 			memmove(recv, send, count * es);
 		return 0;
 	}
-	if (count * es < SR_SMALL_BYTES && ring->world == 4)
+	if (small_enough(ring->world, count * es) && ring->world == 4)
 		return pairs_allreduce(ring, frame_of(ring, SR_FRAME_ALLREDUCE,
 		    0), send, recv, count, dtype, op, err);
-	if (count * es < SR_SMALL_BYTES)
+	if (small_enough(ring->world, count * es))
 		return small_allreduce(ring, send, recv, count, dtype, op, err);
 	return ring_allreduce(ring, send, recv, count, dtype, op, err);
 }

@@ -210,10 +210,10 @@ flip_ring() {
 	loopback_list "$BATS_TEST_TMPDIR/real" "${ports[@]}"
 	start_proxy proxy --target "127.0.0.1:${ports[1]}" --flip-after "$1" --lifetime 60
 	loopback_list "$BATS_TEST_TMPDIR/via" "${ports[0]}" "$PROXY_PORT"
-	# 1024 f64 (8 KiB, the ring path): rank 0 first sends its half, block
-	# 0, as one frame at stream offset 32 (after the hello): header
-	# 32-55, payload 56-4151.
-	printf 'allreduce sum f64 1K*1\nexpect 1K*2\n' >"$BATS_TEST_TMPDIR/s"
+	# 32768 f64 (256 KiB, the ring path at world 2): rank 0 first sends
+	# its half, block 0, as one frame at stream offset 32 (after the
+	# hello): header 32-55, payload 56-131127.
+	printf 'allreduce sum f64 32K*1\nexpect 32K*2\n' >"$BATS_TEST_TMPDIR/s"
 	start_rank 1 "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/s" --token 1234 --timeout 5
 	start_rank 0 "$BATS_TEST_TMPDIR/via" "$BATS_TEST_TMPDIR/s" --token 1234 --timeout 5
 	t0=$(now_ns)
@@ -238,8 +238,8 @@ flip_ring() {
 		case ${STATUS[$r]} in
 		1)
 			failed_expect=$((failed_expect + 1))
-			grep -q 'line 1: allreduce sum f64 = 1024 values' "$(out $r)"
-			grep -q "rank $r: .*s:2: expect failed: element 10 is 2.0625, expected 2 (1 of 1024 elements differ)" "$(err $r)"
+			grep -q 'line 1: allreduce sum f64 = 32768 values' "$(out $r)"
+			grep -q "rank $r: .*s:2: expect failed: element 10 is 2.0625, expected 2 (1 of 32768 elements differ)" "$(err $r)"
 			;;
 		5) grep -q "rank $r: .*rank $((1 - r)) reported: .*s:2: expect failed: element 10 is 2.0625, expected 2" "$(err $r)" ;;
 		*) false ;;
@@ -252,7 +252,7 @@ flip_ring() {
 	# Byte 16 of the first header is the low byte of its length.
 	flip_ring $((32 + 16))
 	[ "${STATUS[1]}" -eq 5 ]
-	grep -q "out of step: expected allreduce sum f64 step 0 seq 1 of 4096 bytes, got allreduce sum f64 step 0 seq 1 of 4097 bytes from rank 0 (127.0.0.1:" "$(err 1)"
+	grep -q "out of step: expected allreduce sum f64 step 0 seq 1 of 131072 bytes, got allreduce sum f64 step 0 seq 1 of 131073 bytes from rank 0 (127.0.0.1:" "$(err 1)"
 	[ "${STATUS[0]}" -eq 5 ]
 	grep -q 'rank 1 reported: .*out of step' "$(err 0)"
 }

@@ -198,6 +198,16 @@ check_allreduces(struct rank_ctx *ctx)
 		if (check_allreduce(ctx, dtypes[d], SR_SUM, 300007, d % 2) != 0)
 			return -1;
 	}
+	/* Either side of where the small path gives way to the ring: it
+	 * moves under 128 KiB a rank, (n-1) x the buffer (2 x at world 4). */
+	for (size_t k = 0; k < 3 && w > 1; k++) {
+		size_t limit = (128u << 10) / (w == 4 ? 2 : w - 1) / 8;
+
+		for (int place = 0; place < 2; place++)
+			if (check_allreduce(ctx, SR_F64, k == 1 ? SR_MAX : SR_SUM,
+			    limit - 1 + k, place) != 0)
+				return -1;
+	}
 	return 0;
 }
 
@@ -568,7 +578,7 @@ order_input(uint32_t rank, size_t i)
 	}
 }
 
-static const size_t order_counts[] = { 100, 10007 };
+static const size_t order_counts[] = { 100, 100003 };
 static const enum sr_op order_ops[] = { SR_MAX, SR_MIN, SR_SUM };
 
 static int
