@@ -252,7 +252,7 @@ header_json(FILE *out, const struct bench_options *o, char **addresses,
 		json_string(out, addresses[r]);
 	}
 	fputs("],\"tcp_congestion\":", out);
-	if (world > 1)
+	if (world > 1 && congestion[0] != '\0')
 		json_string(out, congestion);
 	else
 		fputs("null", out);

@@ -8,9 +8,9 @@
  *   all at once  every rank sends to its next while receiving from its
  *                previous (sr_ring_shift): what the ring experiences.
  *
- * Before the bandwidth tests one megabyte crosses each link, and a link
- * too slow to move --maxbytes in about half a second is measured with
- * less (bench_link_bytes): a broken 10 Mbit/s link then costs seconds,
+ * Before the bandwidth tests a quarter megabyte, untimed, then one
+ * megabyte cross each link, and a link too slow to move --maxbytes in
+ * about half a second is measured with less (bench_link_bytes): a broken 10 Mbit/s link then costs seconds,
  * not minutes, and the ranks waiting in the barrier meanwhile stay within
  * their silence timeout.  All at once uses the smallest of those sizes.
  *
@@ -107,10 +107,10 @@ share(struct probe *p, const double *mine, int count)
 /*
  * One transfer per link sizes the bandwidth test: a link that takes
  * seconds for a megabyte gets transfers of about BENCH_LINK_SECONDS,
- * the others --maxbytes.  An untimed one goes first: a link idle while
- * the others were probed restarts TCP's slow start (reno and cubic do,
- * after a retransmission timeout of silence), and the probe is to time
- * the link, not its restart.
+ * the others --maxbytes.  An untimed quarter of it goes first: a link
+ * idle while the others were probed restarts TCP's slow start (reno and
+ * cubic do, after a retransmission timeout of silence), and the probe is
+ * to time the link, not its restart.
  */
 static int
 size_links(struct probe *p)
@@ -120,7 +120,8 @@ size_links(struct probe *p)
 	double took = 0;
 
 	for (uint32_t from = 0; from < p->world; from++)
-		if (one_link(p, from, probe, 0, 1, 1, &took) != 0)
+		if (one_link(p, from, probe / 4, 0, 0, 1, &took) != 0 ||
+		    one_link(p, from, probe, 0, 0, 1, &took) != 0)
 			return -1;
 	if (share(p, &took, 1) != 0)
 		return -1;

@@ -143,8 +143,7 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
 		if (sr_congestion_check(opts->congestion, &err) != 0) {
-			cli_usage_error("--tcp-congestion '%s': %s", arg,
-			    err.message);
+			cli_usage_error("--tcp-congestion: %s", err.message);
 			return -1;
 		}
 		return 1;

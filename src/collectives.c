@@ -17,8 +17,10 @@
 
 #include "internal.h"
 
-/* A small allreduce moves at most this much per rank (see small_enough). */
+/* A small allreduce moves at most this much per rank, and one this
+ * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
+#define SR_SMALL_ALWAYS 4096u
 /* Bounds of an allreduce's frame size (see frame_size). */
 #define SR_FRAME_MIN (128u << 10)
 #define SR_FRAME_BIG (1u << 20)
@@ -257,17 +259,26 @@ small_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  * neighbours.  Ranks 0-1 and 2-3 exchange their inputs and fold them,
  * then 1-2 and 3-0 exchange those pairs' results: two hops like the
  * both-way allgather, but one frame a hop instead of three frames in
- * all, which on shared cores is most of a small message's cost.  Every
- * rank folds in the order op(op(x0, x1), op(x2, x3)), so results stay
- * bitwise identical for max and min too.
+ * all, which on shared cores is most of a small message's cost.
+ *
+ *   hop   rank 0         rank 1         rank 2         rank 3
+ *   1     x0 <-> x1 with rank 1 (next)  x2 <-> x3 with rank 3 (next)
+ *         holds x0+x1    holds x0+x1    holds x2+x3    holds x2+x3
+ *   2     with rank 3    with rank 2    with rank 1    with rank 0
+ *         (prev)         (next)         (prev)         (next)
+ *         all four       all four       all four       all four
+ *
+ * Every rank folds in the order op(op(x0, x1), op(x2, x3)) (swap puts
+ * the lower rank first on the odd partner), so results stay bitwise
+ * identical for max and min too.
  */
 static int
-pairs_allreduce(struct sr_ring *ring, struct sr_frame frame,
-    const uint8_t *send, uint8_t *recv, size_t count, enum sr_dtype dtype,
-    enum sr_op op, struct sr_error *err)
+pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
 {
 	size_t bytes = count * sr_dtype_size(dtype);
 	uint8_t *mine = sr_ring_scratch(ring, 2 * bytes), *theirs;
+	struct sr_frame frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
 	bool odd = ring->rank % 2 == 1;
 	enum sr_side first = odd ? SR_PREV : SR_NEXT;
 	enum sr_side second = odd ? SR_NEXT : SR_PREV;
@@ -302,7 +313,6 @@ pairs_allreduce(struct sr_ring *ring, struct sr_frame frame,
 	return 0;
 }
 
-
 /*
  * Whether an allreduce of `bytes` takes a small path: fewer hops than the
  * ring's 2(n-1), but more bytes per rank: the both-way allgather moves
@@ -310,15 +320,17 @@ pairs_allreduce(struct sr_ring *ring, struct sr_frame frame,
  * 2(n-1)/n x bytes.  Measured (the two alternating in one ring), the
  * small path won while it moved under about 128 KiB: world 2 at 64 KiB
  * (22 against 26 us) and level at 128 KiB, world 3 at 32 KiB and level at
- * 48 KiB, world 4 at 64 KiB, world 8 at 16 KiB; the ring won at world 2,
- * 256 KiB (62 against 127 us) and world 3, 64 KiB.
+ * 48 KiB, world 4 at 32 and 64 KiB, world 8 at 16 KiB; the ring won at
+ * world 2, 256 KiB (62 against 127 us) and world 3, 64 KiB.  Below
+ * SR_SMALL_ALWAYS the hops decide at any world: the ring's 2(n-1) cost
+ * more than the allgather's ceil((n-1)/2) even at hundreds of ranks.
  */
 static bool
 small_enough(uint32_t world, size_t bytes)
 {
 	uint64_t moves = world == 4 ? 2 : world - 1;
 
-	return bytes < SR_SMALL_MOVES / moves;
+	return bytes < SR_SMALL_ALWAYS || bytes < SR_SMALL_MOVES / moves;
 }
 
 int
@@ -346,12 +358,11 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 			memmove(recv, send, count * es);
 		return 0;
 	}
-	if (small_enough(ring->world, count * es) && ring->world == 4)
-		return pairs_allreduce(ring, frame_of(ring, SR_FRAME_ALLREDUCE,
-		    0), send, recv, count, dtype, op, err);
-	if (small_enough(ring->world, count * es))
-		return small_allreduce(ring, send, recv, count, dtype, op, err);
-	return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	if (!small_enough(ring->world, count * es))
+		return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	if (ring->world == 4)
+		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
+	return small_allreduce(ring, send, recv, count, dtype, op, err);
 }
 
 int

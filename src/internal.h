@@ -62,10 +62,14 @@ void sr_sock_tune(int fd, int64_t timeout_ms);
 /* Buffer sizes; best effort. */
 void sr_sock_buffers(int fd, int bytes);
 /* Sets the congestion control; -1 with why (what the kernel offers or
- * allows) when it cannot. */
-int sr_sock_congestion(int fd, const char *name, char *why, size_t why_size);
+ * allows; why may be NULL) when it cannot. */
+int sr_sock_set_congestion(int fd, const char *name, char *why,
+    size_t why_size);
 /* The socket's congestion control, "" when the kernel does not say. */
-void sr_sock_congestion_name(int fd, char *buf, size_t size);
+void sr_sock_get_congestion(int fd, char *buf, size_t size);
+/* Whether name can be set on a TCP socket here (tried on one that never
+ * connects); -1 with why when not. */
+int sr_sock_check_congestion(const char *name, char *why, size_t why_size);
 
 /* ------------------------------------------------------------------- wire */
 

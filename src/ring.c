@@ -52,7 +52,6 @@ int
 sr_congestion_check(const char *name, struct sr_error *err)
 {
 	char why[sizeof(err->message)];
-	int fd, rc;
 
 	sr_error_clear(err);
 	if (name == NULL || strcmp(name, "auto") == 0)
@@ -63,18 +62,11 @@ sr_congestion_check(const char *name, struct sr_error *err)
 		    SR_CONGESTION_MAX - 1);
 		return -1;
 	}
-	/* The kernel's answer on a socket that never connects. */
-	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 &&
-	    (fd = socket(AF_INET6, SOCK_STREAM, 0)) < 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "socket: %s",
-		    strerror(errno));
+	if (sr_sock_check_congestion(name, why, sizeof(why)) != 0) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
 		return -1;
 	}
-	rc = sr_sock_congestion(fd, name, why, sizeof(why));
-	close(fd);
-	if (rc != 0)
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
-	return rc;
+	return 0;
 }
 
 static int
@@ -154,14 +146,14 @@ fail:
 static void
 set_congestion(int fd, const char *want)
 {
-	char now[SR_CONGESTION_MAX], why[160];
+	char now[SR_CONGESTION_MAX];
 
 	if (want != NULL && strcmp(want, "auto") == 0) {
-		sr_sock_congestion_name(fd, now, sizeof(now));
+		sr_sock_get_congestion(fd, now, sizeof(now));
 		want = strncmp(now, "bbr", 3) == 0 ? "reno" : NULL;
 	}
 	if (want != NULL)
-		(void)sr_sock_congestion(fd, want, why, sizeof(why));
+		(void)sr_sock_set_congestion(fd, want, NULL, 0);
 }
 
 static void
@@ -177,7 +169,7 @@ set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank,
 	sr_sock_tune(fd, ring->timeout_ms);
 	set_congestion(fd, congestion);
 	if (side == SR_NEXT)
-		sr_sock_congestion_name(fd, ring->congestion,
+		sr_sock_get_congestion(fd, ring->congestion,
 		    sizeof(ring->congestion));
 }
 

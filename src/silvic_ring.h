@@ -192,7 +192,7 @@ struct sr_ring_options {
 	 * the kernel's choice.  "auto" replaces bbr by reno and keeps any
 	 * other: bbr paces every flow, which without an fq qdisc costs a
 	 * timer per burst, and on the ring's long-lived links between
-	 * nearby hosts that measured 5-10% of large-buffer bandwidth.  Any
+	 * nearby hosts that measured 5-25% of large-buffer bandwidth.  Any
 	 * other name must be one the kernel offers (and, for an
 	 * unprivileged process, allows); sr_congestion_check tells first.
 	 */

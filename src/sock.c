@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -196,7 +197,7 @@ proc_list(const char *name, char *buf, size_t size)
 }
 
 int
-sr_sock_congestion(int fd, const char *name, char *why, size_t why_size)
+sr_sock_set_congestion(int fd, const char *name, char *why, size_t why_size)
 {
 	char list[256];
 	int e;
@@ -204,6 +205,8 @@ sr_sock_congestion(int fd, const char *name, char *why, size_t why_size)
 	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, strlen(name)) == 0)
 		return 0;
 	e = errno;
+	if (why == NULL)
+		return -1;
 	if (e == ENOENT) {
 		proc_list("tcp_available_congestion_control", list, sizeof(list));
 		snprintf(why, why_size, "the kernel has no TCP congestion "
@@ -220,8 +223,23 @@ sr_sock_congestion(int fd, const char *name, char *why, size_t why_size)
 	return -1;
 }
 
+int
+sr_sock_check_congestion(const char *name, char *why, size_t why_size)
+{
+	int fd, rc;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 &&
+	    (fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		snprintf(why, why_size, "socket: %s", strerror(errno));
+		return -1;
+	}
+	rc = sr_sock_set_congestion(fd, name, why, why_size);
+	close(fd);
+	return rc;
+}
+
 void
-sr_sock_congestion_name(int fd, char *buf, size_t size)
+sr_sock_get_congestion(int fd, char *buf, size_t size)
 {
 	socklen_t len = (socklen_t)(size - 1);
 

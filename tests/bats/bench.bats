@@ -243,10 +243,10 @@ PY
 	run timeout 60 "$SR" launch -n 2 bench -b 8 -e 8 "${QUICK[@]}" --json
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	[[ "$output" == *'"tcp_congestion":"'"$want"'"'* ]]
-	run "$SR" bench --tcp-congestion no-such-cc
+	run timeout 30 "$SR" bench --tcp-congestion no-such-cc
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"--tcp-congestion 'no-such-cc': the kernel has no TCP congestion control 'no-such-cc' (it offers: "*reno* ]]
-	run env SILVIC_RING_RANK=0 SILVIC_RING_WORLD=1 "$SR" run --tcp-congestion system --dry-run </dev/null
+	[[ "$output" == *"--tcp-congestion: the kernel has no TCP congestion control 'no-such-cc' (it offers: "*reno* ]]
+	run timeout 30 env SILVIC_RING_RANK=0 SILVIC_RING_WORLD=1 "$SR" run --tcp-congestion system --dry-run </dev/null
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	[[ "$output" == *"tcp congestion control: system"* ]]
 }

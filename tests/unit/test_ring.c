@@ -170,8 +170,6 @@ check_allreduce(struct rank_ctx *ctx, enum sr_dtype dtype, enum sr_op op,
 static int
 check_allreduces(struct rank_ctx *ctx)
 {
-	static const size_t narrow[] = { 0, 1, 1023, 1024, 1025 };
-	static const size_t wide[] = { 0, 1, 511, 512, 513 };
 	static const enum sr_dtype dtypes[] = { SR_F64, SR_F32, SR_I64, SR_I32,
 		SR_U64, SR_U32 };
 	static const enum sr_op ops[] = { SR_SUM, SR_MAX, SR_MIN, SR_PROD };
@@ -181,11 +179,20 @@ check_allreduces(struct rank_ctx *ctx)
 	size_t awkward[] = { w > 1 ? w - 1 : 2, w + 1, 3 * (size_t)w + 1, 10007 };
 
 	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
-		const size_t *counts = sr_dtype_size(dtypes[d]) == 4 ? narrow : wide;
+		size_t es = sr_dtype_size(dtypes[d]);
+		/*
+		 * The small path runs while it moves under 128 KiB a rank,
+		 * (n-1) x the buffer (2 x at world 4), and always below 4 KiB:
+		 * counts either side of both limits.
+		 */
+		size_t limit = w > 1 ? (128u << 10) / (w == 4 ? 2 : w - 1) / es :
+		    1024;
+		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
+			4096 / es + 1, limit - 1, limit, limit + 1 };
 
 		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
 			for (int place = 0; place < 2; place++) {
-				for (size_t c = 0; c < 5; c++)
+				for (size_t c = 0; c < 8; c++)
 					if (check_allreduce(ctx, dtypes[d], ops[o],
 						counts[c], place) != 0)
 						return -1;
@@ -197,16 +204,6 @@ check_allreduces(struct rank_ctx *ctx)
 		}
 		if (check_allreduce(ctx, dtypes[d], SR_SUM, 300007, d % 2) != 0)
 			return -1;
-	}
-	/* Either side of where the small path gives way to the ring: it
-	 * moves under 128 KiB a rank, (n-1) x the buffer (2 x at world 4). */
-	for (size_t k = 0; k < 3 && w > 1; k++) {
-		size_t limit = (128u << 10) / (w == 4 ? 2 : w - 1) / 8;
-
-		for (int place = 0; place < 2; place++)
-			if (check_allreduce(ctx, SR_F64, k == 1 ? SR_MAX : SR_SUM,
-			    limit - 1 + k, place) != 0)
-				return -1;
 	}
 	return 0;
 }
@@ -1237,7 +1234,7 @@ test_sigstop_resumed(void)
 enum step_variant {
 	STEP_ALLGATHER,		/* rank 1 gathers while the others reduce */
 	STEP_ALLGATHER_SMALL,
-	STEP_LENGTH_1001,	/* rank 1 reduces 1001 elements, not 1000 */
+	STEP_LENGTH_1001,	/* rank 1 reduces one element more */
 	STEP_LENGTH_100001,
 	STEP_OP,		/* rank 1 takes the max, the others the sum */
 	STEP_OP_SMALL,
@@ -1247,7 +1244,7 @@ enum step_variant {
 };
 
 static const char *const step_names[] = { "allgather vs allreduce",
-	"small allgather vs allreduce", "count 1001 vs 1000",
+	"small allgather vs allreduce", "count 20001 vs 20000",
 	"count 100001 vs 100000", "max vs sum", "max vs sum (10 elements)",
 	"i64 vs f64", "i64 vs f64 (10 elements)" };
 
@@ -1258,7 +1255,7 @@ out_of_step_scenario(struct rank_ctx *ctx)
 	bool odd = ctx->rank == 1;
 	size_t count = variant == STEP_LENGTH_100001 ? 100000 :
 	    variant == STEP_ALLGATHER_SMALL || variant == STEP_OP_SMALL ||
-	    variant == STEP_DTYPE_SMALL ? 10 : 1000;
+	    variant == STEP_DTYPE_SMALL ? 10 : 20000;
 	/* Room for an allgather of count elements behind count + 1. */
 	double *v = xmalloc((count + 1) * sizeof(double) * (ctx->world + 1));
 	struct sr_error err, again;
