@@ -10,9 +10,9 @@
  *
  * Before the bandwidth tests a quarter megabyte, untimed, then one
  * megabyte cross each link, and a link too slow to move --maxbytes in
- * about half a second is measured with less (bench_link_bytes): a broken 10 Mbit/s link then costs seconds,
- * not minutes, and the ranks waiting in the barrier meanwhile stay within
- * their silence timeout.  All at once uses the smallest of those sizes.
+ * about half a second is measured with less (bench_link_bytes): a broken
+ * 10 Mbit/s link then costs seconds, not minutes, and the ranks waiting
+ * in the barrier meanwhile stay within their silence timeout.  All at once uses the smallest of those sizes.
  *
  * A rank's sr_ring_shift call also waits for its other link, so the
  * all-at-once time of a link is inferred from its two ends' and the next

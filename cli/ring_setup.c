@@ -155,6 +155,13 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 	}
 }
 
+/* --tcp-congestion as given: NULL stands for "system". */
+static const char *
+congestion_name(const struct cli_ring *opts)
+{
+	return opts->congestion != NULL ? opts->congestion : "system";
+}
+
 /* ------------------------------------------------------------ the state */
 
 struct setup {
@@ -460,8 +467,7 @@ print_plan(struct setup *s)
 		    (unsigned long long)((r + n - 1) % n));
 		json_number(o, s->opts->timeout);
 		fputs(",\"tcp_congestion\":", o);
-		json_string(o, s->opts->congestion != NULL ?
-		    s->opts->congestion : "system");
+		json_string(o, congestion_name(s->opts));
 		fputs(",\"addresses\":[", o);
 		for (uint64_t i = 0; i < n; i++) {
 			fputs(i ? "," : "", o);
@@ -484,8 +490,7 @@ print_plan(struct setup *s)
 	fprintf(o, "token: 0x%016llx (%s)\n", (unsigned long long)s->token,
 	    s->token_source);
 	fprintf(o, "timeout: %gs\n", s->opts->timeout);
-	fprintf(o, "tcp congestion control: %s\n", s->opts->congestion != NULL ?
-	    s->opts->congestion : "system");
+	fprintf(o, "tcp congestion control: %s\n", congestion_name(s->opts));
 	fflush(o);
 }
 
@@ -658,7 +663,7 @@ form(struct setup *s, struct sr_ring **ring)
 	    s->list.addr[(s->rank + s->world - 1) % s->world]);
 	cli_status("links run TCP congestion control %s (--tcp-congestion %s)",
 	    sr_ring_congestion(*ring)[0] ? sr_ring_congestion(*ring) : "unknown",
-	    s->opts->congestion != NULL ? s->opts->congestion : "system");
+	    congestion_name(s->opts));
 	/* A shared directory's files go once every rank has read them. */
 	if (s->rdv.backend == &rendezvous_dir &&
 	    sr_barrier(*ring, &err) != 0) {
