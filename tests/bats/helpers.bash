@@ -1,5 +1,6 @@
 # Shared by the bats suites: the binary, background ranks with pids
-# remembered, waiting for a line with a deadline, free ports.
+# remembered, waiting for a line with a deadline, ports: port 0 with
+# --address-file and a list published afterwards, or ports held.
 
 SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
 BG_PIDS=()
@@ -41,18 +42,63 @@ wait_exit() {
 	return 1
 }
 
-# free_ports N: N ports free on 127.0.0.1 right now, one a line.
+# free_ports N: N ports of 127.0.0.1, one a line, held until the test
+# ends.  A holder in the background keeps each bound (SO_REUSEADDR, never
+# listening): the kernel then hands none of them to anyone else, neither
+# as a connect's ephemeral port nor to a bind to port 0, yet a rank, which
+# binds with SO_REUSEADDR, can bind and listen on it.  Only for lists that
+# must be complete before the ranks bind (a static list is the subject);
+# otherwise start the ranks on port 0 with --address-file (rank_address,
+# publish_list).  The holder goes in kill_bg, or by itself once this
+# test's process has ended.
 free_ports() {
-	python3 - "$1" <<'PY'
-import socket, sys
+	local file i
+	file=$(mktemp "$BATS_TEST_TMPDIR/.ports.XXXXXX") || return 1
+	rm -f "$file"
+	# The path goes in the environment: nothing on the holder's command
+	# line names this test's directory (faults.bats' no_process_left).
+	HOLD_FILE=$file python3 - "$1" "$$" >/dev/null 2>&1 3>&- <<'PY' &
+import os, socket, sys, time
 socks = []
 for _ in range(int(sys.argv[1])):
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
+out = os.environ["HOLD_FILE"]
+with open(out + ".tmp", "w") as f:
+    f.write("".join("%d\n" % s.getsockname()[1] for s in socks))
+os.rename(out + ".tmp", out)
+watched, deadline = int(sys.argv[2]), time.monotonic() + 3600
+while time.monotonic() < deadline:
+    try:
+        os.kill(watched, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.2)
 PY
+	echo "$!" >>"$BATS_TEST_TMPDIR/.port-holders"
+	for ((i = 0; i < 400; i++)); do
+		[ -s "$file" ] && break
+		sleep 0.05
+	done
+	cat "$file" || { echo "free_ports: no ports held after 20s" >&2; return 1; }
+}
+
+# rank_address R [SECONDS]: the address a rank given --address-file
+# $BATS_TEST_TMPDIR/addr.R wrote there, once it has (start it with
+# --host 127.0.0.1, no --port: port 0).
+rank_address() {
+	wait_line "$BATS_TEST_TMPDIR/addr.$1" '^.+:[0-9]+$' "${2:-30}" >/dev/null || return 1
+	head -n 1 "$BATS_TEST_TMPDIR/addr.$1"
+}
+
+# publish_list FILE ADDRESS...: the list, one address a line, written
+# atomically (ranks already wait for it and must never read half).
+publish_list() {
+	local file=$1
+	shift
+	printf '%s\n' "$@" >"$file.tmp" && mv "$file.tmp" "$file"
 }
 
 kill_bg() {
@@ -64,6 +110,12 @@ kill_bg() {
 		wait "$pid" 2>/dev/null || true
 	done
 	BG_PIDS=()
+	if [ -f "$BATS_TEST_TMPDIR/.port-holders" ]; then
+		while read -r pid; do
+			kill "$pid" 2>/dev/null || true
+		done <"$BATS_TEST_TMPDIR/.port-holders"
+		rm -f "$BATS_TEST_TMPDIR/.port-holders"
+	fi
 }
 
 teardown() {

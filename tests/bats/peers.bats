@@ -182,7 +182,8 @@ expect_all_ok() {
 
 @test "each launcher's environment gives the rank, and --dry-run says which" {
 	local list=$BATS_TEST_TMPDIR/p.txt
-	printf '127.0.0.1:41001\n127.0.0.1:41002\n127.0.0.1:41003\n' >"$list"
+	# held: the rank binds its own entry even in a dry run
+	free_ports 3 | sed 's/^/127.0.0.1:/' >"$list"
 	check() {
 		run env -u SILVIC_RING_RANK -u SILVIC_RING_WORLD "$@" "$SR" run --peers "$list" --dry-run
 		[ "$status" -eq 0 ]
@@ -199,11 +200,12 @@ expect_all_ok() {
 
 @test "--dry-run prints the plan: neighbours and the token" {
 	local list=$BATS_TEST_TMPDIR/p.txt
-	printf '127.0.0.1:41001\n127.0.0.1:41002\n127.0.0.1:41003\n' >"$list"
+	# held: the rank binds its own entry even in a dry run
+	free_ports 3 | sed 's/^/127.0.0.1:/' >"$list"
 	run "$SR" run --peers "$list" --rank 0 --dry-run
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"next: rank 1 at 127.0.0.1:41002"* ]]
-	[[ "$output" == *"previous: rank 2 at 127.0.0.1:41003"* ]]
+	[[ "$output" == *"next: rank 1 at $(sed -n 2p "$list")"* ]]
+	[[ "$output" == *"previous: rank 2 at $(sed -n 3p "$list")"* ]]
 	[[ "$output" == *"token: 0x"*"(derived from the address list)"* ]]
 	run "$SR" run --peers "$list" --rank 0 --dry-run --json
 	[ "$status" -eq 0 ]
@@ -212,7 +214,8 @@ expect_all_ok() {
 
 @test "a launcher's world that contradicts the list is an error naming both" {
 	local list=$BATS_TEST_TMPDIR/p.txt
-	printf '127.0.0.1:41001\n127.0.0.1:41002\n127.0.0.1:41003\n' >"$list"
+	# held: the rank binds its own entry even in a dry run
+	free_ports 3 | sed 's/^/127.0.0.1:/' >"$list"
 	# fewer addresses than the world: waited for, then both are named
 	run env SLURM_PROCID=0 SLURM_NTASKS=4 "$SR" run --peers "$list" --timeout 0.5 </dev/null
 	[ "$status" -eq 3 ]
@@ -225,14 +228,16 @@ expect_all_ok() {
 
 @test "two jobs with different tokens cannot join each other's ring" {
 	local list=$BATS_TEST_TMPDIR/p.txt
-	free_ports 2 | sed 's/^/127.0.0.1:/' >"$list"
-	bg rank0 "$SR" run --peers "$list" --rank 0 --token job-a --timeout 3
+	bg rank0 "$SR" run --peers "$list" --rank 0 --token job-a --timeout 10 \
+		--host 127.0.0.1 --address-file "$BATS_TEST_TMPDIR/addr.0"
 	PIDS[0]=$BG_PID
-	bg rank1 "$SR" run --peers "$list" --rank 1 --token job-b --timeout 3
+	bg rank1 "$SR" run --peers "$list" --rank 1 --token job-b --timeout 10 \
+		--host 127.0.0.1 --address-file "$BATS_TEST_TMPDIR/addr.1"
 	PIDS[1]=$BG_PID
-	wait_exit "${PIDS[0]}" 20
+	publish_list "$list" "$(rank_address 0)" "$(rank_address 1)"
+	wait_exit "${PIDS[0]}" 30
 	s0=$WAIT_STATUS
-	wait_exit "${PIDS[1]}" 20
+	wait_exit "${PIDS[1]}" 30
 	s1=$WAIT_STATUS
 	[ "$s0" -eq 4 ]
 	[ "$s1" -eq 4 ]
@@ -262,14 +267,15 @@ expect_all_ok() {
 
 @test "ranks running different scripts fail out of step on every rank" {
 	local list=$BATS_TEST_TMPDIR/p.txt
-	free_ports 3 | sed 's/^/127.0.0.1:/' >"$list"
 	printf 'allreduce sum i64 1\nbarrier\n' >"$BATS_TEST_TMPDIR/a"
 	printf 'allgather x\nbarrier\n' >"$BATS_TEST_TMPDIR/b"
 	for r in 0 1 2; do
 		s=a; [ $r -eq 1 ] && s=b
-		bg "rank$r" "$SR" run --peers "$list" --rank $r --timeout 20 --script "$BATS_TEST_TMPDIR/$s"
+		bg "rank$r" "$SR" run --peers "$list" --rank $r --timeout 20 --script "$BATS_TEST_TMPDIR/$s" \
+			--host 127.0.0.1 --address-file "$BATS_TEST_TMPDIR/addr.$r"
 		PIDS[$r]=$BG_PID
 	done
+	publish_list "$list" "$(rank_address 0)" "$(rank_address 1)" "$(rank_address 2)"
 	for r in 0 1 2; do
 		wait_exit "${PIDS[$r]}" 30
 		[ "$WAIT_STATUS" -eq 5 ]
@@ -279,12 +285,17 @@ expect_all_ok() {
 
 @test "a rank killed mid-script makes the others fail naming it, and none is left" {
 	local list=$BATS_TEST_TMPDIR/p.txt r
-	free_ports 3 | sed 's/^/127.0.0.1:/' >"$list"
-	printf 'barrier\nsleep 2\nbarrier\n' >"$BATS_TEST_TMPDIR/s"
+	# Rank 1 sleeps (until killed) while the others wait for it in the
+	# second barrier: no window the kill has to land in.
+	printf 'barrier\nbarrier\n' >"$BATS_TEST_TMPDIR/s"
+	printf 'barrier\nsleep 3600\nbarrier\n' >"$BATS_TEST_TMPDIR/s1"
 	for r in 0 1 2; do
-		bg "rank$r" "$SR" run --peers "$list" --rank $r --timeout 60 -v --script "$BATS_TEST_TMPDIR/s"
+		s=s; [ $r -eq 1 ] && s=s1
+		bg "rank$r" "$SR" run --peers "$list" --rank $r --timeout 60 -v --script "$BATS_TEST_TMPDIR/$s" \
+			--host 127.0.0.1 --address-file "$BATS_TEST_TMPDIR/addr.$r"
 		PIDS[$r]=$BG_PID
 	done
+	publish_list "$list" "$(rank_address 0)" "$(rank_address 1)" "$(rank_address 2)"
 	for r in 0 1 2; do
 		wait_line "$BATS_TEST_TMPDIR/rank$r.out" '^line 1: barrier = ok'
 	done
