@@ -93,6 +93,17 @@ rank_address() {
 	head -n 1 "$BATS_TEST_TMPDIR/addr.$1"
 }
 
+# publish_ranks FILE N: publish_list FILE with the addresses of ranks 0
+# to N-1 (rank_address), once all have written them.
+publish_ranks() {
+	local file=$1 n=$2 r a addrs=()
+	for ((r = 0; r < n; r++)); do
+		a=$(rank_address "$r") || return 1
+		addrs+=("$a")
+	done
+	publish_list "$file" "${addrs[@]}"
+}
+
 # publish_list FILE ADDRESS...: the list, one address a line, written
 # atomically (ranks already wait for it and must never read half).
 publish_list() {
