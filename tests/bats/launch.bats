@@ -324,17 +324,19 @@ open_stdin() {
 
 @test "commands that do not read stdin get /dev/null, an open stdin never holds them up" {
 	open_stdin
-	run --separate-stderr timeout 5 "$SR" launch -n 1 bench -e 64 --min-time 0 \
+	# Held up, a rank would wait on stdin for ever: 25s tells that from a
+	# busy machine's slowness (and stays short of the ranks' --timeout 30).
+	run --separate-stderr timeout 25 "$SR" launch -n 1 bench -e 64 --min-time 0 \
 		<"$BATS_TEST_TMPDIR/stdin" 7>&-
 	echo "bench: status $status; $stderr"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"[0] # check: passed"* ]]
-	run --separate-stderr timeout 5 "$SR" launch -n 2 run --timeout 30 \
+	run --separate-stderr timeout 25 "$SR" launch -n 2 run --timeout 30 \
 		--script "$BATS_TEST_TMPDIR/script" <"$BATS_TEST_TMPDIR/stdin" 7>&-
 	echo "run --script: status $status; $stderr"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"[1] line 2: expect = ok"* ]]
-	run --separate-stderr timeout 5 "$SR" launch -n 2 -- --timeout=30 \
+	run --separate-stderr timeout 25 "$SR" launch -n 2 -- --timeout=30 \
 		--script="$BATS_TEST_TMPDIR/script" <"$BATS_TEST_TMPDIR/stdin" 7>&-
 	echo "--script=: status $status; $stderr"
 	[ "$status" -eq 0 ]

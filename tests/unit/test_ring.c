@@ -961,7 +961,10 @@ strays_case(bool rank1_first)
 			    r.report[0].t_start_ns);
 		printf("# rank 1 formed its links in %.1f ms past %d strays: %s\n",
 		    formed, rep->strays, rep->text);
-		CHECKF(formed < 1500, "the silent stray held rank 1 up: the ring "
+		/* Held up, it forms once the stray's hello deadline (5 s,
+		 * handshake.c's HELLO_TIMEOUT_NS) from its accept has passed:
+		 * half that is far from both, loaded machine or not. */
+		CHECKF(formed < 2500, "the silent stray held rank 1 up: the ring "
 		    "took %.0f ms to form", formed);
 		CHECKF(rep->strays >= STRAY_COUNT - 1, "rank 1 rejected %d "
 		    "connection(s), want at least %d", rep->strays,
@@ -998,8 +1001,8 @@ test_strays_queued_with_the_rank(void)
 static void
 test_connector_rejected(void)
 {
-	struct ranks_job job = { .world = 3, .timeout_ms = 2500,
-		.scenario = small_sum_scenario, .deadline_ms = 15000 };
+	struct ranks_job job = { .world = 3, .timeout_ms = 5000,
+		.scenario = small_sum_scenario, .deadline_ms = 20000 };
 	static struct ranks r;
 	char text[SR_MESSAGE_MAX + 32];
 
@@ -1021,8 +1024,10 @@ test_connector_rejected(void)
 		    "rank 0: \"%s\"", rep->err.message);
 		CHECKF(rep->err.peer == 1, "rank 0 blames rank %lld",
 		    (long long)rep->err.peer);
-		CHECKF(took < 1000, "rank 0 learnt of its rejection after %.0f ms "
-		    "(the timeout is 2500 ms)", took);
+		/* Told by the verdict, not by its own timeout. */
+		CHECKF(took < job.timeout_ms, "rank 0 learnt of its rejection "
+		    "after %.0f ms (the timeout is %lld ms)", took,
+		    (long long)job.timeout_ms);
 	}
 	/* The rank that rejected it waits in vain, and says why. */
 	if (r.reported[1]) {
@@ -1146,8 +1151,9 @@ test_sigkill_mid_allreduce(void)
 		printf("#   in call %lld: %s [%s]\n", (long long)rep->aux[0],
 		    sr_error_format(&rep->err, text, sizeof(text)),
 		    sr_code_name(rep->err.code));
-		CHECKF(after >= 0 && after <= 2000, "rank %u noticed after %.0f ms",
-		    i, after);
+		/* Half the 60 s timeout: the reset told it, not the silence. */
+		CHECKF(after >= 0 && after <= job.timeout_ms / 2, "rank %u "
+		    "noticed after %.0f ms", i, after);
 		CHECKF(names_rank(&rep->err, 2), "rank %u blames rank %lld: %s", i,
 		    (long long)rep->err.peer, rep->err.message);
 	}
@@ -1157,7 +1163,7 @@ static void
 test_sigstop_times_out(void)
 {
 	static const struct loop_arg arg = { 65536, 15000 };
-	struct ranks_job job = { .world = 3, .timeout_ms = 1500,
+	struct ranks_job job = { .world = 3, .timeout_ms = 3000,
 		.scenario = loop_scenario, .arg = &arg, .deadline_ms = 30000 };
 	static struct ranks r;
 	char text[SR_MESSAGE_MAX + 32];
@@ -1192,16 +1198,22 @@ test_sigstop_times_out(void)
 		    sr_code_name(rep->err.code));
 		CHECKF(rep->err.code == SR_ETIMEOUT, "rank %u: %s, want timeout",
 		    i, sr_code_name(rep->err.code));
-		CHECKF(after >= 1400 && after <= 3500, "rank %u gave up %.0f ms "
-		    "after the stop (timeout 1500 ms)", i, after);
+		/* Not before the timeout, less a second rank 1 may have been
+		 * descheduled before its stop; by the timeout plus 2 s. */
+		CHECKF(after >= job.timeout_ms - 1000 &&
+		    after <= job.timeout_ms + 2000, "rank %u gave up %.0f ms "
+		    "after the stop (timeout %lld ms)", i, after,
+		    (long long)job.timeout_ms);
 	}
 }
 
 static void
 test_sigstop_resumed(void)
 {
+	/* 10x the stop: a busy machine, or TCP's zero-window probes backing
+	 * off while rank 1 is stopped, stretch the silence it causes. */
 	static const struct loop_arg arg = { 65536, 15000 };
-	struct ranks_job job = { .world = 3, .timeout_ms = 1500,
+	struct ranks_job job = { .world = 3, .timeout_ms = 6000,
 		.scenario = loop_scenario, .arg = &arg, .deadline_ms = 30000 };
 	static struct ranks r;
 	int64_t stopped, resumed;
@@ -1347,9 +1359,10 @@ test_out_of_step(void)
 				    "world %u, %s: rank %u: %s: %s", w,
 				    step_names[k], i, sr_code_name(rep->err.code),
 				    rep->err.message);
-				CHECKF(rep->aux[0] < 3000000000LL, "world %u, %s: "
-				    "rank %u took %.0f ms to fail", w, step_names[k],
-				    i, ranks_ms(rep->aux[0]));
+				/* Half the timeout: told, not timed out. */
+				CHECKF(rep->aux[0] < job.timeout_ms * 500000LL,
+				    "world %u, %s: rank %u took %.0f ms to fail", w,
+				    step_names[k], i, ranks_ms(rep->aux[0]));
 				if (rep->aux[1])
 					printf("# world %u, %s: rank %u learnt of the "
 					    "abort while still finishing the call "
