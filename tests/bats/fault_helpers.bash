@@ -256,6 +256,7 @@ def fake(o):
     nxt.sendall(MAGIC + struct.pack("<II", 0, 0))
     say("formed")
     lock = threading.Lock()
+    sent = threading.Event()
 
     def drain(sock, echo):
         # Reads rank 1's frames on one link, printing its aborts.  With
@@ -275,6 +276,12 @@ def fake(o):
                 return
             body = recv_exact(sock, length) if length else b""
             if echo:
+                # Rank 1's second collective completes only after the
+                # unsolicited frame: it cannot finish before the test
+                # says go, however late that comes.
+                seq = struct.unpack("<Q", h[8:16])[0]
+                if seq >= 2 and not sent.wait(max(0, DEADLINE - time.monotonic())):
+                    say("no go before the deadline"); return
                 with lock:
                     prev.sendall(h + body)
 
@@ -309,6 +316,7 @@ def fake(o):
         say("sending unsolicited", describe(bad))
         with lock:
             prev.sendall(bad + struct.pack("<d", 1.0))
+        sent.set()
     # Hold both links until rank 1 closes them (or the deadline).
     drain(prev, False)
     mirror.join()

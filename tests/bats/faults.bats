@@ -322,7 +322,9 @@ garbage_verdict() {
 
 @test "an unsolicited frame of a later collective between collectives: the next one is out of step" {
 	# The fake rank echoes rank 1's frames, so the first barrier passes;
-	# while rank 1 sleeps it sends an allreduce frame of seq 99.
+	# on go, while rank 1 sleeps (or already waits in the second barrier,
+	# which the fake holds back until then), it sends an allreduce frame
+	# of seq 99.
 	garbage unsolicited 'barrier\nsleep 1\nbarrier\n'
 	wait_line "$(out 1)" '^line 1: barrier = ok' 10
 	touch "$BATS_TEST_TMPDIR/go"
@@ -432,7 +434,7 @@ join_rank0() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"replayed hello: verdict (0, 1)"* ]]
 	[[ "$output" == *"replayed proof: status 1"* ]]
-	wait_line "$(err 1)" "rejected a connection from 127.0.0.1:[0-9]+: authentication failed: its proof does not match" 5
+	wait_line "$(err 1)" "rejected a connection from 127.0.0.1:[0-9]+: authentication failed: its proof does not match" 20
 	join_rank0
 }
 
@@ -591,7 +593,7 @@ lone_rank1() {
 	PORT1=${PORT1##*:}
 }
 
-@test "a flood of 1000 strays a second: the ring forms within 1s of its time without, fds bounded, rejections rate-limited" {
+@test "a flood of 1000 strays a second: the ring forms within 2.5s of its time without, fds bounded, rejections rate-limited" {
 	MAX_FDS=0
 	lone_rank1
 	form_three "without a flood"
@@ -600,8 +602,9 @@ lone_rank1() {
 	lone_rank1
 	bg flood "$FLOOD" --target "127.0.0.1:$PORT1" --rate 1000 --duration 8 --hold 3
 	FLOOD_PID=$BG_PID
-	# A second of flood first: the listener is already busy with strays.
-	wait_line "$BATS_TEST_TMPDIR/flood.out" '^flood: 1\.[0-9]s: ' 10
+	# A thousand strays first (a second, or more on a busy machine): the
+	# listener is already busy with them.
+	wait_line "$BATS_TEST_TMPDIR/flood.out" '^flood: [0-9.]+s: [0-9]{4,} connections' 10
 	MAX_FDS=0
 	for ((i = 0; i < 50; i++)); do
 		n=$(fd_count "${RANK_PIDS[1]}")
@@ -616,7 +619,9 @@ lone_rank1() {
 	last=$(grep 'rejected a connection' "$(err 1)" | tail -n 1)
 	echo "# flood: $(tail -n 1 "$BATS_TEST_TMPDIR/flood.out")" >&3
 	echo "# rank 1: at most $MAX_FDS fds; $rejected rejection lines, the last: ${last#*: }" >&3
-	[ "$FORM_MS" -le $((quiet_ms + 1000)) ]
+	# Held up by a stray, it would wait out the stray's hold (3s) or its
+	# hello deadline (5s); a busy machine's slowness stays well within.
+	[ "$FORM_MS" -le $((quiet_ms + 2500)) ]
 	[ "$MAX_FDS" -lt 40 ]
 	# The strays did reach rank 1 (counted in its lines), yet it printed
 	# the first ten and then every hundredth, not one per stray.
