@@ -220,7 +220,8 @@ wait_gone() {
 	local ranks pid
 	printf 'barrier\nsleep 50\n' >"$BATS_TEST_TMPDIR/slow"
 	start_launcher -n 3 run -v --timeout 30 --script "$BATS_TEST_TMPDIR/slow"
-	wait_count "$BATS_TEST_TMPDIR/launcher.err" 'ring ready \(world 3\)' 3
+	# Past the barrier (not merely formed), every rank is in its sleep.
+	wait_count "$BATS_TEST_TMPDIR/launcher.out" '^\[[012]\] line 1: barrier = ok' 3
 	ranks=$(pgrep -P "$LAUNCHER" | tr '\n' ' ')
 	[ "$(wc -w <<<"$ranks")" -eq 3 ]
 	kill -TERM "$LAUNCHER"
