@@ -74,16 +74,18 @@ expect_all_ok() {
 }
 
 @test "an MLX hostfile with MLX_RANK" {
-	local list=$BATS_TEST_TMPDIR/hosts.json r ports
-	ports=($(free_ports 3))
-	printf '[["127.0.0.1:%s"], ["127.0.0.1:%s", "127.0.0.2:1"], "127.0.0.1:%s"]\n' \
-		"${ports[@]}" >"$list"
+	local list=$BATS_TEST_TMPDIR/hosts.json r
 	printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
 	for r in 0 1 2; do
 		bg "rank$r" env MLX_HOSTFILE="$list" MLX_RANK=$r "$SR" run --timeout 20 \
-			--script "$BATS_TEST_TMPDIR/script"
+			--script "$BATS_TEST_TMPDIR/script" --host 127.0.0.1 \
+			--address-file "$BATS_TEST_TMPDIR/addr.$r"
 		PIDS[$r]=$BG_PID
 	done
+	# written once the ranks listen (on port 0), atomically
+	printf '[["%s"], ["%s", "127.0.0.2:1"], "%s"]\n' "$(rank_address 0)" \
+		"$(rank_address 1)" "$(rank_address 2)" >"$list.tmp"
+	mv "$list.tmp" "$list"
 	expect_all_ok 3
 }
 
@@ -96,13 +98,14 @@ expect_all_ok() {
 
 @test "SILVIC_RING_PEERS names the source when --peers is absent" {
 	local list=$BATS_TEST_TMPDIR/peers.txt r
-	free_ports 2 | sed 's/^/127.0.0.1:/' >"$list"
 	printf '%s' "$SCRIPT" >"$BATS_TEST_TMPDIR/script"
 	for r in 0 1; do
 		bg "rank$r" env SILVIC_RING_PEERS="$list" SILVIC_RING_RANK=$r \
-			"$SR" run --timeout 20 --script "$BATS_TEST_TMPDIR/script"
+			"$SR" run --timeout 20 --script "$BATS_TEST_TMPDIR/script" \
+			--host 127.0.0.1 --address-file "$BATS_TEST_TMPDIR/addr.$r"
 		PIDS[$r]=$BG_PID
 	done
+	publish_ranks "$list" 2
 	expect_all_ok 2
 }
 
