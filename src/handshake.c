@@ -9,6 +9,20 @@
  * deadline).  Strays are dropped and the wait goes on, so a silent or
  * foreign connection never holds up the real previous rank queued behind
  * it.  Nothing here reads a byte beyond the fixed-size messages.
+ *
+ * Slots for pending handshakes are few, and a stranger needs only the job
+ * token (sent in clear) to get past the hello.  So no stage of the
+ * exchange holds a slot for sure: a new connection evicts the one that
+ * has waited longest on its peer since its last message (of its own host
+ * once that host holds PER_HOST_MAX), and the real rank, which answers
+ * each message at once, is never the one that waited longest.  A
+ * connection that has proven the key is not pending at all: it is the
+ * link.
+ *
+ * A rank whose own authentication fails does not vanish at once: until
+ * its previous rank has been answered (LEAVE_NS at most) it still answers
+ * it, with a verdict that says so, so that rank fails at once too instead
+ * of at the timeout.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -27,6 +41,15 @@
 #define BACKOFF_MAX_NS (250LL * 1000000)
 /* Handshakes read at once; more connections wait in the kernel backlog. */
 #define PENDING_MAX 16
+/* Of those, at most this many from one host: a flood from one address
+ * leaves the other half to everyone else. */
+#define PER_HOST_MAX 8
+/* Connections accepted per turn of the poll loop, so those already
+ * pending get their turn between bursts. */
+#define ACCEPT_BURST 4
+/* How long a rank whose authentication failed stays to tell its previous
+ * rank (which retries its connection every 250 ms at most). */
+#define LEAVE_NS (2LL * 1000000000)
 #define MESSAGE_MAX SR_RESPONSE_LEN
 /* Out of descriptors, the listener rests this long before accepting. */
 #define ACCEPT_PAUSE_NS (100LL * 1000000)
@@ -44,7 +67,8 @@ enum connector_state {
 	CONNECT_BACKOFF,
 	CONNECT_IN_PROGRESS,
 	CONNECT_TALK,
-	CONNECT_DONE
+	CONNECT_DONE,
+	CONNECT_FAILED	/* this rank leaves; see form_leave */
 };
 
 /* Exchange stages, on both sides. */
@@ -66,8 +90,14 @@ struct connector {
 struct pending {
 	int fd;
 	int64_t deadline;
+	/* When it was accepted or last sent a whole message: how long it has
+	 * kept this rank waiting. */
+	int64_t since;
+	/* Its hello named this job, this world and the expected rank. */
+	bool claims_prev;
 	struct exchange x;
 	struct sr_auth auth;
+	struct sr_sockaddr peer;
 	char address[SR_ADDR_MAX];
 };
 
@@ -78,6 +108,7 @@ struct acceptor {
 	struct pending pending[PENDING_MAX];
 	int npending;
 	unsigned long rejected;
+	unsigned long evicted;	/* of those, to make room */
 	int64_t paused_until;	/* out of descriptors: accept later */
 	bool last_was_auth;
 	char last_from[SR_ADDR_MAX];
@@ -90,6 +121,13 @@ struct formation {
 	const struct sr_ring_options *options;
 	bool keyed;
 	int64_t started, deadline;
+	/* Authentication failed on this rank's link to its next rank: it
+	 * stays until leave_by to tell its previous rank, unless told_prev:
+	 * a connection that claims to be that rank already had a verdict
+	 * that ends its exchange, or this rank's response to find the key
+	 * wrong by itself. */
+	bool leaving, told_prev;
+	int64_t leave_by;
 	struct connector c;
 	struct acceptor a;
 };
@@ -224,11 +262,17 @@ connector_verdict(struct formation *f, struct sr_error *err)
 	}
 	if (verdict != SR_VERDICT_ACCEPTED) {
 		bool auth = verdict == SR_VERDICT_AUTH_REQUIRED ||
-		    verdict == SR_VERDICT_NO_KEY;
+		    verdict == SR_VERDICT_NO_KEY ||
+		    verdict == SR_VERDICT_NEXT_AUTH;
+		char sent[48] = "";
 
+		/* c->x.out still holds the hello; offset 20 is its flags. */
+		if (verdict == SR_VERDICT_UNKNOWN_FLAGS)
+			snprintf(sent, sizeof(sent), " (this rank sent flags "
+			    "0x%x)", sr_get_u32le(c->x.out + 20));
 		sr_err_set(err, auth ? SR_EAUTH : SR_EREJECTED,
-		    SR_PHASE_HANDSHAKE, "rank %u at %s rejected this rank: %s",
-		    c->peer, c->address, sr_verdict_reason(verdict));
+		    SR_PHASE_HANDSHAKE, "rank %u at %s rejected this rank: %s%s",
+		    c->peer, c->address, sr_verdict_reason(verdict), sent);
 		return -1;
 	}
 	if (acceptor != c->peer) {
@@ -298,11 +342,18 @@ static int
 connector_result(struct formation *f, struct sr_error *err)
 {
 	struct connector *c = &f->c;
+	enum sr_auth_result result;
 
-	if (memcmp(c->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0 ||
-	    sr_get_u32le(c->x.in + SR_MAGIC_LEN) != 0)
+	if (sr_result_decode(c->x.in, &result) != 0)
+		return auth_failed(err, c->peer, c->address,
+		    "its answer to this rank's proof is not a result");
+	if (result == SR_RESULT_REJECTED)
 		return auth_failed(err, c->peer, c->address,
 		    "it rejected this rank's proof (another key?)");
+	if (result == SR_RESULT_NEXT_AUTH)
+		return auth_failed(err, c->peer, c->address,
+		    "it accepted this rank's proof but leaves: authentication "
+		    "failed on its link to its next rank (another key?)");
 	c->state = CONNECT_DONE;
 	return 0;
 }
@@ -364,6 +415,7 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 			return rc;
 		return connector_progress(f, 0, err);
 	case CONNECT_DONE:
+	case CONNECT_FAILED:
 		return 0;
 	}
 	return 0;
@@ -402,66 +454,76 @@ pending_drop(struct acceptor *a, int i)
 	a->npending--;
 }
 
-/*
- * Drops the oldest connection still silent about its hello to make room:
- * it has had the longest to speak.  One past its hello (the real previous
- * rank, likely, mid-authentication) keeps its place.
- */
-static bool
-make_room(struct formation *f)
+static const char *
+stage_name(const struct pending *p)
 {
-	struct acceptor *a = &f->a;
-	char from[SR_ADDR_MAX];
+	static const char *const names[] = { "hello", "challenge", "proof" };
 
-	for (int i = 0; i < a->npending; i++)
-		if (a->pending[i].x.stage == STAGE_HELLO) {
-			snprintf(from, sizeof(from), "%s", a->pending[i].address);
-			pending_drop(a, i);
-			reject(f, from, false, "too many pending handshakes; "
-			    "dropped the oldest");
-			return true;
-		}
-	return false;
+	return names[p->x.stage];
 }
 
+/* Pending handshakes from host's address (all of them for NULL): how many,
+ * and the one that has kept this rank waiting longest (-1 for none). */
+static int
+pending_stalest(const struct acceptor *a, const struct sr_sockaddr *host,
+    int *count)
+{
+	int best = -1;
+
+	*count = 0;
+	for (int i = 0; i < a->npending; i++) {
+		if (host != NULL && !sr_sock_same_host(&a->pending[i].peer, host))
+			continue;
+		(*count)++;
+		if (best < 0 || a->pending[i].since < a->pending[best].since)
+			best = i;
+	}
+	return best;
+}
+
+/*
+ * Makes room for a connection just accepted from peer: when its host holds
+ * PER_HOST_MAX slots, that host's stalest goes; else, when every slot is
+ * taken, the stalest of all.  At any stage: past the hello a stranger with
+ * the token stalls as well as before it.
+ */
 static void
-acceptor_accept(struct formation *f)
+make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
 {
 	struct acceptor *a = &f->a;
-	struct sr_sockaddr peer;
+	char from[SR_ADDR_MAX], waited[32];
 	struct pending *p;
-	int fd;
+	int n, victim = pending_stalest(a, peer, &n);
 
-	for (;;) {
-		peer.len = sizeof(peer.ss);
-		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
-		    errno == ENOBUFS || errno == ENOMEM)) {
-			/* The connection stays queued; polling the listener
-			 * now would spin. */
-			a->paused_until = sr_clock_ns() + ACCEPT_PAUSE_NS;
-			reject(f, "the listener", false, "cannot accept: %s",
-			    strerror(errno));
+	if (n < PER_HOST_MAX) {
+		if (a->npending < PENDING_MAX)
 			return;
-		}
-		if (fd < 0)
-			return; /* EAGAIN, or a stray that reset: keep waiting */
-		if (a->npending == PENDING_MAX && !make_room(f)) {
-			char from[SR_ADDR_MAX];
-
-			sr_sock_format(&peer, from, sizeof(from));
-			close(fd);
-			reject(f, from, false, "too many pending handshakes");
-			continue;
-		}
-		p = &a->pending[a->npending++];
-		memset(p, 0, sizeof(*p));
-		p->fd = fd;
-		p->deadline = sr_clock_ns() + HELLO_TIMEOUT_NS;
-		expect_message(&p->x, STAGE_HELLO, 0, SR_HELLO_LEN);
-		sr_sock_format(&peer, p->address, sizeof(p->address));
+		victim = pending_stalest(a, NULL, &n);
 	}
+	p = &a->pending[victim];
+	snprintf(from, sizeof(from), "%s", p->address);
+	sr_clock_format_ms((now - p->since) / 1000000, waited, sizeof(waited));
+	reject(f, from, false, "evicted after waiting %s for its %s, to make "
+	    "room for a newer connection (%d handshakes pending, at most %d "
+	    "from one host)", waited, stage_name(p), PENDING_MAX, PER_HOST_MAX);
+	a->evicted++;
+	pending_drop(a, victim);
+}
+
+/*
+ * Sends a verdict that ends the exchange, best effort, and drops p's
+ * connection with reason.  A rank that leaves has told its previous rank
+ * once such a verdict reached a hello that claims to be it.
+ */
+static void
+answer_and_reject(struct formation *f, struct pending *p,
+    enum sr_verdict verdict, bool auth, const char *reason)
+{
+	sr_verdict_encode(verdict, f->rank, p->x.out);
+	if (send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	    SR_VERDICT_LEN && p->claims_prev)
+		f->told_prev = true;
+	reject(f, p->address, auth, "%s", reason);
 }
 
 /* Judges a hello; queues the verdict.  1 to go on, 0 rejected. */
@@ -470,6 +532,7 @@ pending_hello(struct formation *f, struct pending *p)
 {
 	struct sr_hello hello;
 	enum sr_verdict verdict;
+	char reason[200];
 	const char *why;
 
 	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
@@ -477,6 +540,8 @@ pending_hello(struct formation *f, struct pending *p)
 		return 0;
 	}
 	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
+	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
+	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
 	if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
 	    !(hello.flags & SR_HELLO_AUTH))
 		verdict = SR_VERDICT_AUTH_REQUIRED;
@@ -486,29 +551,44 @@ pending_hello(struct formation *f, struct pending *p)
 	else if (verdict == SR_VERDICT_ACCEPTED &&
 	    !(hello.flags & SR_HELLO_CRC) != !f->options->integrity)
 		verdict = SR_VERDICT_INTEGRITY;
+	else if (verdict == SR_VERDICT_ACCEPTED && f->leaving && !f->keyed)
+		verdict = SR_VERDICT_NEXT_AUTH;
+	switch (verdict) {
+	case SR_VERDICT_ACCEPTED:
+		break;
+	case SR_VERDICT_AUTH_REQUIRED:
+		snprintf(reason, sizeof(reason), "authentication failed: it has "
+		    "no key (claims rank %u of %u)", hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	case SR_VERDICT_NO_KEY:
+		snprintf(reason, sizeof(reason), "authentication failed: it has "
+		    "a key and this rank none (claims rank %u of %u)", hello.rank,
+		    hello.world);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	case SR_VERDICT_UNKNOWN_FLAGS:
+		snprintf(reason, sizeof(reason), "its hello sets undefined flag "
+		    "bits 0x%x (flags 0x%x; this version defines 0x%x; it "
+		    "claims rank %u of %u)", hello.flags & ~SR_HELLO_KNOWN,
+		    hello.flags, SR_HELLO_KNOWN, hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, false, reason);
+		return 0;
+	case SR_VERDICT_NEXT_AUTH:
+		snprintf(reason, sizeof(reason), "told rank %u that this rank "
+		    "leaves: authentication failed on its link to rank %u",
+		    hello.rank, f->c.peer);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	default:
+		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
+		    sr_verdict_reason(verdict), hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, false, reason);
+		return 0;
+	}
 	sr_verdict_encode(verdict, f->rank, p->x.out);
 	expect_message(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
 	    f->keyed ? SR_CHALLENGE_LEN : 0);
-	if (verdict == SR_VERDICT_AUTH_REQUIRED) {
-		/* The answer to a rejected peer is best effort. */
-		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
-		reject(f, p->address, true, "authentication failed: it has no "
-		    "key (claims rank %u of %u)", hello.rank, hello.world);
-		return 0;
-	}
-	if (verdict == SR_VERDICT_NO_KEY) {
-		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
-		reject(f, p->address, true, "authentication failed: it has a "
-		    "key and this rank none (claims rank %u of %u)", hello.rank,
-		    hello.world);
-		return 0;
-	}
-	if (verdict != SR_VERDICT_ACCEPTED) {
-		send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
-		reject(f, p->address, false, "%s (it claims rank %u of %u)",
-		    sr_verdict_reason(verdict), hello.rank, hello.world);
-		return 0;
-	}
 	auth_init(f, &p->auth, f->a.expected, f->rank);
 	return 1;
 }
@@ -538,7 +618,8 @@ pending_challenge(struct formation *f, struct pending *p)
 	return 1;
 }
 
-/* The connector's proof: verify, answer, and only then accept the link. */
+/* The connector's proof: verify, answer, and only then accept the link
+ * (a rank that leaves answers a valid proof with SR_RESULT_NEXT_AUTH). */
 static int
 pending_proof(struct formation *f, struct pending *p)
 {
@@ -546,18 +627,30 @@ pending_proof(struct formation *f, struct pending *p)
 	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR,
 		p->x.in + SR_MAGIC_LEN);
 	uint8_t result[SR_RESULT_LEN];
+	bool sent;
 
-	memcpy(result, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	sr_put_u32le(result + SR_MAGIC_LEN, valid ? 0 : 1);
-	if (send(p->fd, result, sizeof(result), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)sizeof(result) && valid) {
-		reject(f, p->address, true, "answering its proof failed: %s",
-		    strerror(errno));
-		return 0;
-	}
+	sr_result_encode(!valid ? SR_RESULT_REJECTED : f->leaving ?
+	    SR_RESULT_NEXT_AUTH : SR_RESULT_ACCEPTED, result);
+	sent = send(p->fd, result, sizeof(result), MSG_NOSIGNAL |
+	    MSG_DONTWAIT) == (ssize_t)sizeof(result);
+	/* A proof means it had this rank's response, and with it the
+	 * means to find this rank's key wrong on its own. */
+	if (p->claims_prev)
+		f->told_prev = true;
 	if (!valid) {
 		reject(f, p->address, true, "authentication failed: its proof "
 		    "does not match this rank's key (another key?)");
+		return 0;
+	}
+	if (f->leaving) {
+		reject(f, p->address, true, "told rank %u that this rank leaves: "
+		    "authentication failed on its link to rank %u",
+		    f->a.expected, f->c.peer);
+		return 0;
+	}
+	if (!sent) {
+		reject(f, p->address, true, "answering its proof failed: %s",
+		    strerror(errno));
 		return 0;
 	}
 	return 1;
@@ -575,10 +668,13 @@ pending_progress(struct formation *f, int i)
 	if (rc == 0)
 		return;
 	if (rc < 0) {
+		/* Closed with this rank's response in hand: it found the key
+		 * wrong itself. */
+		if (p->claims_prev && p->x.stage == STAGE_PROOF)
+			f->told_prev = true;
 		reject(f, p->address, p->x.stage != STAGE_HELLO,
 		    "%s after %zu of %zu bytes of its %s", why, p->x.in_got,
-		    p->x.in_len, p->x.stage == STAGE_HELLO ? "hello" :
-		    "authentication");
+		    p->x.in_len, stage_name(p));
 		pending_drop(a, i);
 		return;
 	}
@@ -603,6 +699,7 @@ pending_progress(struct formation *f, int i)
 		pending_drop(a, i);
 		return;
 	}
+	p->since = sr_clock_ns();
 	/* Without a key the verdict ends the exchange once it is sent. */
 	if (p->x.stage == STAGE_CHALLENGE && p->x.in_len == 0) {
 		rc = exchange_progress(p->fd, &p->x, &why);
@@ -620,6 +717,46 @@ pending_progress(struct formation *f, int i)
 }
 
 static void
+acceptor_accept(struct formation *f)
+{
+	struct acceptor *a = &f->a;
+	struct sr_sockaddr peer;
+	struct pending *p;
+	int64_t now;
+	int fd;
+
+	for (int burst = 0; burst < ACCEPT_BURST && a->prev_fd < 0; burst++) {
+		peer.len = sizeof(peer.ss);
+		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
+		    errno == ENOBUFS || errno == ENOMEM)) {
+			/* The connection stays queued; polling the listener
+			 * now would spin. */
+			a->paused_until = sr_clock_ns() + ACCEPT_PAUSE_NS;
+			reject(f, "the listener", false, "cannot accept: %s",
+			    strerror(errno));
+			return;
+		}
+		if (fd < 0)
+			return; /* EAGAIN, or a stray that reset: keep waiting */
+		now = sr_clock_ns();
+		make_room(f, &peer, now);
+		p = &a->pending[a->npending++];
+		memset(p, 0, sizeof(*p));
+		p->fd = fd;
+		p->deadline = now + HELLO_TIMEOUT_NS;
+		p->since = now;
+		p->peer = peer;
+		expect_message(&p->x, STAGE_HELLO, 0, SR_HELLO_LEN);
+		sr_sock_format(&peer, p->address, sizeof(p->address));
+		/* A rank sends its hello as it connects: judge it now, before
+		 * the next arrival can take its place. */
+		pending_progress(f, a->npending - 1);
+	}
+}
+
+static void
 pending_expire(struct formation *f, int64_t now)
 {
 	struct acceptor *a = &f->a;
@@ -633,8 +770,7 @@ pending_expire(struct formation *f, int64_t now)
 		}
 		reject(f, p->address, p->x.stage != STAGE_HELLO,
 		    "sent %zu of %zu bytes of its %s in 5s", p->x.in_got,
-		    p->x.in_len, p->x.stage == STAGE_HELLO ? "hello" :
-		    "authentication");
+		    p->x.in_len, stage_name(p));
 		pending_drop(a, i);
 	}
 }
@@ -644,7 +780,7 @@ pending_expire(struct formation *f, int64_t now)
 static void
 timeout_message(struct formation *f, struct sr_error *err)
 {
-	char took[32], waited[300] = "", rejected[400] = "";
+	char took[32], waited[300] = "", rejected[480] = "";
 	const char *next_addr = f->c.address;
 
 	sr_clock_format_ms(f->options->timeout_ms, took, sizeof(took));
@@ -664,7 +800,12 @@ timeout_message(struct formation *f, struct sr_error *err)
 		    n ? " and for " : "", f->a.expected);
 		sr_err_peer(err, f->a.expected, NULL);
 	}
-	if (f->a.rejected > 0)
+	if (f->a.rejected > 0 && f->keyed)
+		snprintf(rejected, sizeof(rejected),
+		    "; refused %lu unauthenticated connection(s) (%lu evicted "
+		    "to make room), the last from %s: %s", f->a.rejected,
+		    f->a.evicted, f->a.last_from, f->a.last_reason);
+	else if (f->a.rejected > 0)
 		snprintf(rejected, sizeof(rejected),
 		    "; rejected %lu connection(s), the last from %s: %s",
 		    f->a.rejected, f->a.last_from, f->a.last_reason);
@@ -676,6 +817,26 @@ timeout_message(struct formation *f, struct sr_error *err)
 	    "timed out after %s waiting for %s%s", took, waited, rejected);
 }
 
+/*
+ * The connector failed for good (err).  When authentication failed and
+ * the previous rank has not been let in, the rank stays for LEAVE_NS at
+ * most to tell it so (pending_hello, pending_proof): true to stay.
+ */
+static bool
+form_leave(struct formation *f, const struct sr_error *err)
+{
+	if (err->code != SR_EAUTH || f->a.prev_fd >= 0 || f->leaving ||
+	    f->told_prev)
+		return false;
+	close_fd(&f->c.fd);
+	f->c.state = CONNECT_FAILED;
+	f->leaving = true;
+	f->leave_by = sr_clock_ns() + LEAVE_NS;
+	if (f->leave_by > f->deadline)
+		f->leave_by = f->deadline;
+	return true;
+}
+
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
@@ -684,11 +845,15 @@ form_loop(struct formation *f, struct sr_error *err)
 	struct acceptor *a = &f->a;
 
 	for (;;) {
-		int64_t now = sr_clock_ns(), wake = f->deadline;
+		int64_t now = sr_clock_ns();
+		int64_t wake = f->leaving ? f->leave_by : f->deadline;
 		int nfds = 0, cidx = -1, lidx = -1, rc;
 
 		if (c->state == CONNECT_DONE && a->prev_fd >= 0)
 			return 0;
+		/* err holds why this rank leaves. */
+		if (f->leaving && (f->told_prev || now >= f->leave_by))
+			return -1;
 		if (f->options->cancel != NULL && *f->options->cancel) {
 			sr_err_set(err, SR_EINTERRUPTED, SR_PHASE_CONNECT,
 			    "interrupted while forming the ring");
@@ -701,13 +866,15 @@ form_loop(struct formation *f, struct sr_error *err)
 		pending_expire(f, now);
 		if (c->state == CONNECT_BACKOFF) {
 			if (now >= c->retry_at) {
-				if (connector_progress(f, 0, err) != 0)
+				if (connector_progress(f, 0, err) != 0 &&
+				    !form_leave(f, err))
 					return -1;
 				continue;
 			}
 			if (c->retry_at < wake)
 				wake = c->retry_at;
-		} else if (c->state != CONNECT_DONE) {
+		} else if (c->state != CONNECT_DONE &&
+		    c->state != CONNECT_FAILED) {
 			cidx = nfds;
 			fds[nfds].fd = c->fd;
 			fds[nfds++].events = c->state == CONNECT_TALK ?
@@ -728,14 +895,16 @@ form_loop(struct formation *f, struct sr_error *err)
 		}
 		rc = poll(fds, (nfds_t)nfds, sr_clock_left_ms(wake));
 		if (rc < 0 && errno != EINTR) {
-			sr_err_set(err, SR_EIO, SR_PHASE_CONNECT, "poll: %s",
-			    strerror(errno));
+			if (!f->leaving)
+				sr_err_set(err, SR_EIO, SR_PHASE_CONNECT,
+				    "poll: %s", strerror(errno));
 			return -1;
 		}
 		if (rc <= 0)
 			continue;
 		if (cidx >= 0 && fds[cidx].revents != 0 &&
-		    connector_progress(f, fds[cidx].revents, err) != 0)
+		    connector_progress(f, fds[cidx].revents, err) != 0 &&
+		    !form_leave(f, err))
 			return -1;
 		if (lidx < 0)
 			continue;
