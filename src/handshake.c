@@ -84,6 +84,9 @@ struct connector {
 	int64_t backoff;
 	struct exchange x;
 	struct sr_auth auth;
+	/* Formed, and nothing read on it yet: watched for a close until this
+	 * rank's previous one is in (connector_watch). */
+	bool watch;
 	char last_error[160];
 };
 
@@ -283,6 +286,7 @@ connector_verdict(struct formation *f, struct sr_error *err)
 	}
 	if (!f->keyed) {
 		c->state = CONNECT_DONE;
+		c->watch = true;
 		return 0;
 	}
 	auth_init(f, &c->auth, f->rank, c->peer);
@@ -355,6 +359,7 @@ connector_result(struct formation *f, struct sr_error *err)
 		    "it accepted this rank's proof but leaves: authentication "
 		    "failed on its link to its next rank (another key?)");
 	c->state = CONNECT_DONE;
+	c->watch = true;
 	return 0;
 }
 
@@ -777,6 +782,55 @@ pending_expire(struct formation *f, int64_t now)
 
 /* ---------------------------------------------------------- the poll loop */
 
+/* "; refused 3 unauthenticated connection(s) ..." or "" for none. */
+static void
+rejections(const struct formation *f, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (f->a.rejected > 0 && f->keyed)
+		snprintf(buf, size, "; refused %lu unauthenticated "
+		    "connection(s) (%lu evicted to make room), the last from "
+		    "%s: %s", f->a.rejected, f->a.evicted, f->a.last_from,
+		    f->a.last_reason);
+	else if (f->a.rejected > 0)
+		snprintf(buf, size, "; rejected %lu connection(s), the last "
+		    "from %s: %s", f->a.rejected, f->a.last_from,
+		    f->a.last_reason);
+}
+
+/*
+ * The link to the next rank formed, the previous rank is not in yet.  The
+ * next rank never closes that link before the whole ring has formed
+ * unless it failed (its authentication with its own next rank, say): then
+ * this rank fails at once too, not at the timeout.  Early bytes on it
+ * (the next rank formed and speaks first) stay for the engine.
+ */
+static int
+connector_watch(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+	char rejected[480];
+	uint8_t byte;
+	ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n > 0) {
+		c->watch = false;
+		return 0;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	rejections(f, rejected, sizeof(rejected));
+	/* Its failure is likely this one's too: a link of this rank failed
+	 * authentication, or the ring formation failed. */
+	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
+	    SR_EHANDSHAKE, SR_PHASE_HANDSHAKE, "rank %u at %s %s before the "
+	    "ring formed (it failed to form its other link) while this rank "
+	    "waited for rank %u to connect%s", c->peer, c->address,
+	    n == 0 ? "closed its link" : strerror(errno), f->a.expected,
+	    rejected);
+	return -1;
+}
+
 static void
 timeout_message(struct formation *f, struct sr_error *err)
 {
@@ -800,15 +854,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 		    n ? " and for " : "", f->a.expected);
 		sr_err_peer(err, f->a.expected, NULL);
 	}
-	if (f->a.rejected > 0 && f->keyed)
-		snprintf(rejected, sizeof(rejected),
-		    "; refused %lu unauthenticated connection(s) (%lu evicted "
-		    "to make room), the last from %s: %s", f->a.rejected,
-		    f->a.evicted, f->a.last_from, f->a.last_reason);
-	else if (f->a.rejected > 0)
-		snprintf(rejected, sizeof(rejected),
-		    "; rejected %lu connection(s), the last from %s: %s",
-		    f->a.rejected, f->a.last_from, f->a.last_reason);
+	rejections(f, rejected, sizeof(rejected));
 	/* A ring that never formed because a peer had no key, or another
 	 * one, failed authentication; say so in the status too. */
 	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
@@ -873,6 +919,10 @@ form_loop(struct formation *f, struct sr_error *err)
 			}
 			if (c->retry_at < wake)
 				wake = c->retry_at;
+		} else if (c->state == CONNECT_DONE && c->watch) {
+			cidx = nfds;
+			fds[nfds].fd = c->fd;
+			fds[nfds++].events = POLLIN;
 		} else if (c->state != CONNECT_DONE &&
 		    c->state != CONNECT_FAILED) {
 			cidx = nfds;
@@ -903,9 +953,14 @@ form_loop(struct formation *f, struct sr_error *err)
 		if (rc <= 0)
 			continue;
 		if (cidx >= 0 && fds[cidx].revents != 0 &&
+		    c->state == CONNECT_DONE) {
+			if (connector_watch(f, err) != 0)
+				return -1;
+		} else if (cidx >= 0 && fds[cidx].revents != 0 &&
 		    connector_progress(f, fds[cidx].revents, err) != 0 &&
-		    !form_leave(f, err))
+		    !form_leave(f, err)) {
 			return -1;
+		}
 		if (lidx < 0)
 			continue;
 		/* In accept order, so strays queued ahead of the real rank

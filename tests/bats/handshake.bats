@@ -153,3 +153,26 @@ PY
 		[ "$WAIT_STATUS" -eq 0 ]
 	done
 }
+
+@test "authentication: one rank of three with another key: every rank exits 7 at once, long before --timeout" {
+	key ka
+	key kb
+	# shellcheck disable=SC2046
+	loopback_list "$BATS_TEST_TMPDIR/peers" $(free_ports 3)
+	echo barrier >"$BATS_TEST_TMPDIR/s"
+	for r in 0 1 2; do
+		k=ka
+		[ "$r" -eq 2 ] && k=kb
+		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" \
+			--timeout 60 --key-file "$BATS_TEST_TMPDIR/$k"
+	done
+	for r in 0 1 2; do
+		wait_exit "${RANK_PIDS[$r]}" 20
+		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
+		[ "$WAIT_STATUS" -eq 7 ]
+	done
+	# Both ends of the two links with rank 2 name it or its neighbour.
+	grep -q "rank 1: authentication with rank 2 at 127.0.0.1:" "$(err 1)"
+	grep -q "rank 2: authentication with rank 0 at 127.0.0.1:" "$(err 2)"
+	grep -Eq "rank 0: .*rank 1 at 127\.0\.0\.1:[0-9]+ .*(leaves|closed its link before the ring formed)" "$(err 0)"
+}
