@@ -176,3 +176,35 @@ PY
 	grep -q "rank 2: authentication with rank 0 at 127.0.0.1:" "$(err 2)"
 	grep -Eq "rank 0: .*rank 1 at 127\.0\.0\.1:[0-9]+ .*(leaves|closed its link before the ring formed)" "$(err 0)"
 }
+
+@test "keyed ring: strangers from one host hold at most 8 of the 16 pending slots" {
+	key k
+	keyed_rank1 30
+	for ((i = 0, base = 0; i < 20; i++)); do
+		n=$(fd_count "${RANK_PIDS[1]}")
+		[ "$n" -gt "$base" ] && base=$n
+		sleep 0.01
+	done
+	# From 127.0.0.2: every rank here connects from 127.0.0.1.
+	bg flood "$FLOOD" --target "127.0.0.1:${PORTS[1]}" --rate 100 \
+		--duration 20 --hold 5 --mix hello,challenge --hello 4242,2,0 \
+		--source 127.0.0.2
+	FLOOD_PID=$BG_PID
+	wait_line "$BATS_TEST_TMPDIR/flood.out" '^flood: 1\.[0-9]s: ' 10
+	for ((i = 0, most = 0; i < 100; i++)); do
+		n=$(fd_count "${RANK_PIDS[1]}")
+		[ "$n" -gt "$most" ] && most=$n
+		sleep 0.01
+	done
+	echo "# rank 1: $base fds before the flood, at most $most under it" >&3
+	grep -Eq "rank 1: rejected a connection from 127\.0\.0\.2:[0-9]+: evicted after waiting .*at most 8 from one host" "$(err 1)"
+	# 8 strangers, and a connection to rank 0 that comes and goes.
+	[ "$most" -le $((base + 8 + 1)) ]
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 4242 \
+		--timeout 3 --key-file "$BATS_TEST_TMPDIR/k"
+	for r in 0 1; do
+		wait_exit "${RANK_PIDS[$r]}" 30
+		[ "$WAIT_STATUS" -eq 0 ]
+	done
+	kill -0 "$FLOOD_PID"
+}
