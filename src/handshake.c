@@ -497,20 +497,25 @@ make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
 {
 	struct acceptor *a = &f->a;
 	char from[SR_ADDR_MAX], waited[32];
+	char why[96];
 	struct pending *p;
 	int n, victim = pending_stalest(a, peer, &n);
 
-	if (n < PER_HOST_MAX) {
-		if (a->npending < PENDING_MAX)
-			return;
+	if (n >= PER_HOST_MAX) {
+		snprintf(why, sizeof(why), "its host holds %d of the %d pending "
+		    "handshakes, the most one host may", n, a->npending);
+	} else if (a->npending == PENDING_MAX) {
+		snprintf(why, sizeof(why), "all %d pending handshakes are "
+		    "taken", PENDING_MAX);
 		victim = pending_stalest(a, NULL, &n);
+	} else {
+		return;
 	}
 	p = &a->pending[victim];
 	snprintf(from, sizeof(from), "%s", p->address);
 	sr_clock_format_ms((now - p->since) / 1000000, waited, sizeof(waited));
 	reject(f, from, false, "evicted after waiting %s for its %s, to make "
-	    "room for a newer connection (%d handshakes pending, at most %d "
-	    "from one host)", waited, stage_name(p), PENDING_MAX, PER_HOST_MAX);
+	    "room for a newer connection: %s", waited, stage_name(p), why);
 	a->evicted++;
 	pending_drop(a, victim);
 }
