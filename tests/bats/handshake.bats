@@ -208,3 +208,37 @@ PY
 	done
 	kill -0 "$FLOOD_PID"
 }
+
+@test "a connector refused for undefined flag bits exits 4 naming the peer and the flags it sent" {
+	read -r -a PORTS <<<"$(free_ports 2 | tr '\n' ' ')"
+	loopback_list "$BATS_TEST_TMPDIR/peers" "${PORTS[@]}"
+	echo barrier >"$BATS_TEST_TMPDIR/s"
+	# A newer rank 1: it reads the hello and answers with verdict 7.
+	cat >"$BATS_TEST_TMPDIR/newer.py" <<'PY'
+import socket, struct, sys
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(4)
+l.settimeout(20)
+print("listening", flush=True)
+c, _ = l.accept()
+c.settimeout(20)
+h = b""
+while len(h) < 32:
+    got = c.recv(32 - len(h))
+    if not got:
+        break
+    h += got
+c.sendall(b"silvicn\x01" + struct.pack("<II", 7, 1))
+print("answered", len(h), flush=True)
+c.recv(1)
+PY
+	bg fake python3 "$BATS_TEST_TMPDIR/newer.py" "${PORTS[1]}"
+	wait_line "$BATS_TEST_TMPDIR/fake.out" '^listening' 10
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --timeout 20
+	wait_exit "${RANK_PIDS[0]}" 15
+	echo "# rank 0: status $WAIT_STATUS: $(tail -n 1 "$(err 0)")" >&3
+	[ "$WAIT_STATUS" -eq 4 ]
+	grep -q "rank 0: rank 1 at 127.0.0.1:${PORTS[1]} rejected this rank: its hello sets flag bits this version does not define (another silvic-ring version?) (this rank sent flags 0x0)" "$(err 0)"
+}
