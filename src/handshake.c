@@ -1,23 +1,12 @@
 /*
  * handshake.c - ring formation: connect to the next rank, accept the
- * previous one, and run the silvic-net handshake on both links at once.
+ * previous one (acceptor.c), and run the silvic-net handshake on both
+ * links at once.
  *
  * One poll loop drives the connector (connect with backoff, then the
  * exchange: hello and verdict, and with a key the challenge, response,
- * proof and result of auth.c) and the acceptor (accept every pending
- * connection and run each one's side of the exchange with its own short
- * deadline).  Strays are dropped and the wait goes on, so a silent or
- * foreign connection never holds up the real previous rank queued behind
- * it.  Nothing here reads a byte beyond the fixed-size messages.
- *
- * Slots for pending handshakes are few, and a stranger needs only the job
- * token (sent in clear) to get past the hello.  So no stage of the
- * exchange holds a slot for sure: a new connection evicts the one that
- * has waited longest on its peer since its last message (of its own host
- * once that host holds PER_HOST_MAX), and the real rank, which answers
- * each message at once, is never the one that waited longest.  A
- * connection that has proven the key is not pending at all: it is the
- * link.
+ * proof and result of auth.c) and the acceptor.  Nothing here reads a
+ * byte beyond the fixed-size messages.
  *
  * A rank whose own authentication fails does not vanish at once: until
  * its previous rank has been answered (LEAVE_NS at most) it still answers
@@ -26,125 +15,21 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include "internal.h"
+#include "handshake.h"
 
-/* A rank speaks right after connecting; a connection that has not
- * finished its handshake this long after being accepted is a stray. */
-#define HELLO_TIMEOUT_NS (5LL * 1000000000)
 #define BACKOFF_FIRST_NS (10LL * 1000000)
 #define BACKOFF_MAX_NS (250LL * 1000000)
-/* Handshakes read at once; more connections wait in the kernel backlog. */
-#define PENDING_MAX 16
-/* Of those, at most this many from one host: a flood from one address
- * leaves the other half to everyone else. */
-#define PER_HOST_MAX 8
-/* Connections accepted per turn of the poll loop, so those already
- * pending get their turn between bursts. */
-#define ACCEPT_BURST 4
 /* How long a rank whose authentication failed stays to tell its previous
  * rank (which retries its connection every 250 ms at most). */
 #define LEAVE_NS (2LL * 1000000000)
-#define MESSAGE_MAX SR_RESPONSE_LEN
-/* Out of descriptors, the listener rests this long before accepting. */
-#define ACCEPT_PAUSE_NS (100LL * 1000000)
 
-/* One message to send, then one to receive, on a socket. */
-struct exchange {
-	uint8_t out[MESSAGE_MAX];
-	size_t out_len, out_done;
-	uint8_t in[MESSAGE_MAX];
-	size_t in_len, in_got;
-	int stage;
-};
-
-enum connector_state {
-	CONNECT_BACKOFF,
-	CONNECT_IN_PROGRESS,
-	CONNECT_TALK,
-	CONNECT_DONE,
-	CONNECT_FAILED	/* this rank leaves; see form_leave */
-};
-
-/* Exchange stages, on both sides. */
-enum { STAGE_HELLO, STAGE_CHALLENGE, STAGE_PROOF };
-
-struct connector {
-	enum connector_state state;
-	int fd;
-	struct sr_sockaddr addr;
-	const char *address;
-	uint32_t peer;
-	int64_t retry_at;
-	int64_t backoff;
-	struct exchange x;
-	struct sr_auth auth;
-	/* Formed, and nothing read on it yet: watched for a close until this
-	 * rank's previous one is in (connector_watch). */
-	bool watch;
-	char last_error[160];
-};
-
-struct pending {
-	int fd;
-	int64_t deadline;
-	/* When it was accepted or last sent a whole message: how long it has
-	 * kept this rank waiting. */
-	int64_t since;
-	/* Its hello named this job, this world and the expected rank. */
-	bool claims_prev;
-	struct exchange x;
-	struct sr_auth auth;
-	struct sr_sockaddr peer;
-	char address[SR_ADDR_MAX];
-};
-
-struct acceptor {
-	int listen_fd;
-	uint32_t expected;
-	int prev_fd;
-	struct pending pending[PENDING_MAX];
-	int npending;
-	unsigned long rejected;
-	unsigned long evicted;	/* of those, to make room */
-	int64_t paused_until;	/* out of descriptors: accept later */
-	bool last_was_auth;
-	char last_from[SR_ADDR_MAX];
-	char last_reason[200];
-};
-
-struct formation {
-	uint32_t rank, world;
-	uint64_t token;
-	const struct sr_ring_options *options;
-	bool keyed;
-	int64_t started, deadline;
-	/* Authentication failed on this rank's link to its next rank: it
-	 * stays until leave_by to tell its previous rank, unless told_prev:
-	 * a connection that claims to be that rank already had a verdict
-	 * that ends its exchange, or this rank's response to find the key
-	 * wrong by itself. */
-	bool leaving, told_prev;
-	int64_t leave_by;
-	struct connector c;
-	struct acceptor a;
-};
-
-static void
-close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static void
-expect_message(struct exchange *x, int stage, size_t out_len, size_t in_len)
+void
+sr_exchange_expect(struct exchange *x, int stage, size_t out_len,
+    size_t in_len)
 {
 	x->stage = stage;
 	x->out_len = out_len;
@@ -153,13 +38,8 @@ expect_message(struct exchange *x, int stage, size_t out_len, size_t in_len)
 	x->in_got = 0;
 }
 
-/*
- * Moves an exchange on: sends what is queued, then reads what is expected.
- * 1 when the expected message is complete, 0 to poll again, -1 on a socket
- * error or EOF (why says which).
- */
-static int
-exchange_progress(int fd, struct exchange *x, const char **why)
+int
+sr_exchange_progress(int fd, struct exchange *x, const char **why)
 {
 	ssize_t n;
 
@@ -192,15 +72,9 @@ exchange_progress(int fd, struct exchange *x, const char **why)
 	return 1;
 }
 
-static short
-exchange_events(const struct exchange *x)
-{
-	return x->out_done < x->out_len ? POLLOUT : POLLIN;
-}
-
-static void
-auth_init(struct formation *f, struct sr_auth *a, uint32_t connector,
-    uint32_t acceptor)
+void
+sr_formation_auth_init(struct formation *f, struct sr_auth *a,
+    uint32_t connector, uint32_t acceptor)
 {
 	memset(a, 0, sizeof(*a));
 	a->key = f->options->key;
@@ -218,7 +92,7 @@ connector_retry(struct formation *f, const char *why)
 {
 	struct connector *c = &f->c;
 
-	close_fd(&c->fd);
+	sr_close_fd(&c->fd);
 	snprintf(c->last_error, sizeof(c->last_error), "%s", why);
 	c->state = CONNECT_BACKOFF;
 	c->retry_at = sr_clock_ns() + c->backoff;
@@ -241,7 +115,7 @@ connector_start(struct formation *f)
 		return;
 	}
 	sr_hello_encode(&hello, c->x.out);
-	expect_message(&c->x, STAGE_HELLO, SR_HELLO_LEN, SR_VERDICT_LEN);
+	sr_exchange_expect(&c->x, STAGE_HELLO, SR_HELLO_LEN, SR_VERDICT_LEN);
 	if (connect(c->fd, (struct sockaddr *)&c->addr.ss, c->addr.len) == 0)
 		c->state = CONNECT_TALK;
 	else if (errno == EINPROGRESS)
@@ -289,7 +163,7 @@ connector_verdict(struct formation *f, struct sr_error *err)
 		c->watch = true;
 		return 0;
 	}
-	auth_init(f, &c->auth, f->rank, c->peer);
+	sr_formation_auth_init(f, &c->auth, f->rank, c->peer);
 	if (sr_auth_nonce(c->auth.nonce_connector) != 0) {
 		sr_err_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
 		    "no random bytes for the challenge: %s", strerror(errno));
@@ -297,7 +171,7 @@ connector_verdict(struct formation *f, struct sr_error *err)
 	}
 	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
 	memcpy(c->x.out + SR_MAGIC_LEN, c->auth.nonce_connector, SR_NONCE_LEN);
-	expect_message(&c->x, STAGE_CHALLENGE, SR_CHALLENGE_LEN,
+	sr_exchange_expect(&c->x, STAGE_CHALLENGE, SR_CHALLENGE_LEN,
 	    SR_RESPONSE_LEN);
 	return 0;
 }
@@ -331,7 +205,7 @@ connector_response(struct formation *f, struct sr_error *err)
 		    "computing the MAC failed");
 	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
 	memcpy(c->x.out + SR_MAGIC_LEN, mac, SR_MAC_LEN);
-	expect_message(&c->x, STAGE_PROOF, SR_PROOF_LEN, SR_RESULT_LEN);
+	sr_exchange_expect(&c->x, STAGE_PROOF, SR_PROOF_LEN, SR_RESULT_LEN);
 	if (!valid) {
 		/* Send the proof anyway (it reveals nothing), so the peer can
 		 * say "wrong key" too rather than "closed". */
@@ -389,7 +263,7 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 		c->state = CONNECT_TALK;
 		return connector_progress(f, revents, err);
 	case CONNECT_TALK:
-		rc = exchange_progress(c->fd, &c->x, &why);
+		rc = sr_exchange_progress(c->fd, &c->x, &why);
 		if (rc == 0)
 			return 0;
 		if (rc < 0 && c->x.stage == STAGE_HELLO) {
@@ -426,382 +300,7 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 	return 0;
 }
 
-/* ----------------------------------------------------------- the acceptor */
-
-static void
-reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
-    SR_PRINTF(4, 5);
-
-static void
-reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
-{
-	struct acceptor *a = &f->a;
-	va_list ap;
-
-	a->rejected++;
-	a->last_was_auth = auth;
-	snprintf(a->last_from, sizeof(a->last_from), "%s", from);
-	va_start(ap, fmt);
-	vsnprintf(a->last_reason, sizeof(a->last_reason), fmt, ap);
-	va_end(ap);
-	if (f->options->on_stray != NULL)
-		f->options->on_stray(f->options->stray_arg, from, a->last_reason);
-}
-
-/* Keeps the others in accept order: the first to arrive is judged first. */
-static void
-pending_drop(struct acceptor *a, int i)
-{
-	close_fd(&a->pending[i].fd);
-	memset(&a->pending[i].auth, 0, sizeof(a->pending[i].auth));
-	memmove(&a->pending[i], &a->pending[i + 1],
-	    (size_t)(a->npending - i - 1) * sizeof(a->pending[0]));
-	a->npending--;
-}
-
-static const char *
-stage_name(const struct pending *p)
-{
-	static const char *const names[] = { "hello", "challenge", "proof" };
-
-	return names[p->x.stage];
-}
-
-/* Pending handshakes from host's address (all of them for NULL): how many,
- * and the one that has kept this rank waiting longest (-1 for none). */
-static int
-pending_stalest(const struct acceptor *a, const struct sr_sockaddr *host,
-    int *count)
-{
-	int best = -1;
-
-	*count = 0;
-	for (int i = 0; i < a->npending; i++) {
-		if (host != NULL && !sr_sock_same_host(&a->pending[i].peer, host))
-			continue;
-		(*count)++;
-		if (best < 0 || a->pending[i].since < a->pending[best].since)
-			best = i;
-	}
-	return best;
-}
-
-/*
- * Makes room for a connection just accepted from peer: when its host holds
- * PER_HOST_MAX slots, that host's stalest goes; else, when every slot is
- * taken, the stalest of all.  At any stage: past the hello a stranger with
- * the token stalls as well as before it.
- */
-static void
-make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
-{
-	struct acceptor *a = &f->a;
-	char from[SR_ADDR_MAX], waited[32];
-	char why[96];
-	struct pending *p;
-	int n, victim = pending_stalest(a, peer, &n);
-
-	if (n >= PER_HOST_MAX) {
-		snprintf(why, sizeof(why), "its host holds %d of the %d pending "
-		    "handshakes, the most one host may", n, a->npending);
-	} else if (a->npending == PENDING_MAX) {
-		snprintf(why, sizeof(why), "all %d pending handshakes are "
-		    "taken", PENDING_MAX);
-		victim = pending_stalest(a, NULL, &n);
-	} else {
-		return;
-	}
-	p = &a->pending[victim];
-	snprintf(from, sizeof(from), "%s", p->address);
-	sr_clock_format_ms((now - p->since) / 1000000, waited, sizeof(waited));
-	reject(f, from, false, "evicted after waiting %s for its %s, to make "
-	    "room for a newer connection: %s", waited, stage_name(p), why);
-	a->evicted++;
-	pending_drop(a, victim);
-}
-
-/*
- * Sends a verdict that ends the exchange, best effort, and drops p's
- * connection with reason.  A rank that leaves has told its previous rank
- * once such a verdict reached a hello that claims to be it.
- */
-static void
-answer_and_reject(struct formation *f, struct pending *p,
-    enum sr_verdict verdict, bool auth, const char *reason)
-{
-	sr_verdict_encode(verdict, f->rank, p->x.out);
-	if (send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) ==
-	    SR_VERDICT_LEN && p->claims_prev)
-		f->told_prev = true;
-	reject(f, p->address, auth, "%s", reason);
-}
-
-/* Judges a hello; queues the verdict.  1 to go on, 0 rejected. */
-static int
-pending_hello(struct formation *f, struct pending *p)
-{
-	struct sr_hello hello;
-	enum sr_verdict verdict;
-	char reason[200];
-	const char *why;
-
-	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
-		reject(f, p->address, false, "%s", why);
-		return 0;
-	}
-	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
-	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
-	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
-	if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
-	    !(hello.flags & SR_HELLO_AUTH))
-		verdict = SR_VERDICT_AUTH_REQUIRED;
-	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
-	    (hello.flags & SR_HELLO_AUTH))
-		verdict = SR_VERDICT_NO_KEY;
-	else if (verdict == SR_VERDICT_ACCEPTED &&
-	    !(hello.flags & SR_HELLO_CRC) != !f->options->integrity)
-		verdict = SR_VERDICT_INTEGRITY;
-	else if (verdict == SR_VERDICT_ACCEPTED && f->leaving && !f->keyed)
-		verdict = SR_VERDICT_NEXT_AUTH;
-	switch (verdict) {
-	case SR_VERDICT_ACCEPTED:
-		break;
-	case SR_VERDICT_AUTH_REQUIRED:
-		snprintf(reason, sizeof(reason), "authentication failed: it has "
-		    "no key (claims rank %u of %u)", hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
-	case SR_VERDICT_NO_KEY:
-		snprintf(reason, sizeof(reason), "authentication failed: it has "
-		    "a key and this rank none (claims rank %u of %u)", hello.rank,
-		    hello.world);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
-	case SR_VERDICT_UNKNOWN_FLAGS:
-		snprintf(reason, sizeof(reason), "its hello sets undefined flag "
-		    "bits 0x%x (flags 0x%x; this version defines 0x%x; it "
-		    "claims rank %u of %u)", hello.flags & ~SR_HELLO_KNOWN,
-		    hello.flags, SR_HELLO_KNOWN, hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, false, reason);
-		return 0;
-	case SR_VERDICT_NEXT_AUTH:
-		snprintf(reason, sizeof(reason), "told rank %u that this rank "
-		    "leaves: authentication failed on its link to rank %u",
-		    hello.rank, f->c.peer);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
-	default:
-		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
-		    sr_verdict_reason(verdict), hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, false, reason);
-		return 0;
-	}
-	sr_verdict_encode(verdict, f->rank, p->x.out);
-	expect_message(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
-	    f->keyed ? SR_CHALLENGE_LEN : 0);
-	auth_init(f, &p->auth, f->a.expected, f->rank);
-	return 1;
-}
-
-/* The connector's challenge: answer with a nonce and this rank's proof. */
-static int
-pending_challenge(struct formation *f, struct pending *p)
-{
-	uint8_t *out = p->x.out;
-
-	if (memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
-		reject(f, p->address, true, "authentication failed: no challenge "
-		    "after the hello");
-		return 0;
-	}
-	memcpy(p->auth.nonce_connector, p->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
-	if (sr_auth_nonce(p->auth.nonce_acceptor) != 0 ||
-	    sr_auth_mac(&p->auth, SR_AUTH_ACCEPTOR,
-		out + SR_MAGIC_LEN + SR_NONCE_LEN) != 0) {
-		reject(f, p->address, true, "authentication failed: no random "
-		    "bytes or no MAC on this rank");
-		return 0;
-	}
-	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	memcpy(out + SR_MAGIC_LEN, p->auth.nonce_acceptor, SR_NONCE_LEN);
-	expect_message(&p->x, STAGE_PROOF, SR_RESPONSE_LEN, SR_PROOF_LEN);
-	return 1;
-}
-
-/* The connector's proof: verify, answer, and only then accept the link
- * (a rank that leaves answers a valid proof with SR_RESULT_NEXT_AUTH). */
-static int
-pending_proof(struct formation *f, struct pending *p)
-{
-	bool valid = memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
-	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR,
-		p->x.in + SR_MAGIC_LEN);
-	uint8_t result[SR_RESULT_LEN];
-	bool sent;
-
-	sr_result_encode(!valid ? SR_RESULT_REJECTED : f->leaving ?
-	    SR_RESULT_NEXT_AUTH : SR_RESULT_ACCEPTED, result);
-	sent = send(p->fd, result, sizeof(result), MSG_NOSIGNAL |
-	    MSG_DONTWAIT) == (ssize_t)sizeof(result);
-	/* A proof means it had this rank's response, and with it the
-	 * means to find this rank's key wrong on its own. */
-	if (p->claims_prev)
-		f->told_prev = true;
-	if (!valid) {
-		reject(f, p->address, true, "authentication failed: its proof "
-		    "does not match this rank's key (another key?)");
-		return 0;
-	}
-	if (f->leaving) {
-		reject(f, p->address, true, "told rank %u that this rank leaves: "
-		    "authentication failed on its link to rank %u",
-		    f->a.expected, f->c.peer);
-		return 0;
-	}
-	if (!sent) {
-		reject(f, p->address, true, "answering its proof failed: %s",
-		    strerror(errno));
-		return 0;
-	}
-	return 1;
-}
-
-/* Moves pending handshake i on; the link is taken once it is complete. */
-static void
-pending_progress(struct formation *f, int i)
-{
-	struct acceptor *a = &f->a;
-	struct pending *p = &a->pending[i];
-	const char *why = NULL;
-	int rc = exchange_progress(p->fd, &p->x, &why);
-
-	if (rc == 0)
-		return;
-	if (rc < 0) {
-		/* Closed with this rank's response in hand: it found the key
-		 * wrong itself. */
-		if (p->claims_prev && p->x.stage == STAGE_PROOF)
-			f->told_prev = true;
-		reject(f, p->address, p->x.stage != STAGE_HELLO,
-		    "%s after %zu of %zu bytes of its %s", why, p->x.in_got,
-		    p->x.in_len, stage_name(p));
-		pending_drop(a, i);
-		return;
-	}
-	switch (p->x.stage) {
-	case STAGE_HELLO:
-		rc = pending_hello(f, p);
-		break;
-	case STAGE_CHALLENGE:
-		rc = pending_challenge(f, p);
-		break;
-	default:
-		rc = pending_proof(f, p);
-		if (rc == 1) {
-			a->prev_fd = p->fd;
-			p->fd = -1;
-			pending_drop(a, i);
-			return;
-		}
-		break;
-	}
-	if (rc == 0) {
-		pending_drop(a, i);
-		return;
-	}
-	p->since = sr_clock_ns();
-	/* Without a key the verdict ends the exchange once it is sent. */
-	if (p->x.stage == STAGE_CHALLENGE && p->x.in_len == 0) {
-		rc = exchange_progress(p->fd, &p->x, &why);
-		if (rc == 1) {
-			a->prev_fd = p->fd;
-			p->fd = -1;
-		} else {
-			reject(f, p->address, false, "answering its hello failed: "
-			    "%s", rc < 0 ? why : "the socket is full");
-		}
-		pending_drop(a, i);
-		return;
-	}
-	pending_progress(f, i);
-}
-
-static void
-acceptor_accept(struct formation *f)
-{
-	struct acceptor *a = &f->a;
-	struct sr_sockaddr peer;
-	struct pending *p;
-	int64_t now;
-	int fd;
-
-	for (int burst = 0; burst < ACCEPT_BURST && a->prev_fd < 0; burst++) {
-		peer.len = sizeof(peer.ss);
-		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
-		    errno == ENOBUFS || errno == ENOMEM)) {
-			/* The connection stays queued; polling the listener
-			 * now would spin. */
-			a->paused_until = sr_clock_ns() + ACCEPT_PAUSE_NS;
-			reject(f, "the listener", false, "cannot accept: %s",
-			    strerror(errno));
-			return;
-		}
-		if (fd < 0)
-			return; /* EAGAIN, or a stray that reset: keep waiting */
-		now = sr_clock_ns();
-		make_room(f, &peer, now);
-		p = &a->pending[a->npending++];
-		memset(p, 0, sizeof(*p));
-		p->fd = fd;
-		p->deadline = now + HELLO_TIMEOUT_NS;
-		p->since = now;
-		p->peer = peer;
-		expect_message(&p->x, STAGE_HELLO, 0, SR_HELLO_LEN);
-		sr_sock_format(&peer, p->address, sizeof(p->address));
-		/* A rank sends its hello as it connects: judge it now, before
-		 * the next arrival can take its place. */
-		pending_progress(f, a->npending - 1);
-	}
-}
-
-static void
-pending_expire(struct formation *f, int64_t now)
-{
-	struct acceptor *a = &f->a;
-
-	for (int i = 0; i < a->npending;) {
-		struct pending *p = &a->pending[i];
-
-		if (now < p->deadline) {
-			i++;
-			continue;
-		}
-		reject(f, p->address, p->x.stage != STAGE_HELLO,
-		    "sent %zu of %zu bytes of its %s in 5s", p->x.in_got,
-		    p->x.in_len, stage_name(p));
-		pending_drop(a, i);
-	}
-}
-
 /* ---------------------------------------------------------- the poll loop */
-
-/* "; refused 3 unauthenticated connection(s) ..." or "" for none. */
-static void
-rejections(const struct formation *f, char *buf, size_t size)
-{
-	buf[0] = '\0';
-	if (f->a.rejected > 0 && f->keyed)
-		snprintf(buf, size, "; refused %lu unauthenticated "
-		    "connection(s) (%lu evicted to make room), the last from "
-		    "%s: %s", f->a.rejected, f->a.evicted, f->a.last_from,
-		    f->a.last_reason);
-	else if (f->a.rejected > 0)
-		snprintf(buf, size, "; rejected %lu connection(s), the last "
-		    "from %s: %s", f->a.rejected, f->a.last_from,
-		    f->a.last_reason);
-}
 
 /*
  * The link to the next rank formed, the previous rank is not in yet.  The
@@ -824,7 +323,7 @@ connector_watch(struct formation *f, struct sr_error *err)
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	rejections(f, rejected, sizeof(rejected));
+	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure is likely this one's too: a link of this rank failed
 	 * authentication, or the ring formation failed. */
 	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
@@ -859,7 +358,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 		    n ? " and for " : "", f->a.expected);
 		sr_err_peer(err, f->a.expected, NULL);
 	}
-	rejections(f, rejected, sizeof(rejected));
+	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* A ring that never formed because a peer had no key, or another
 	 * one, failed authentication; say so in the status too. */
 	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
@@ -879,7 +378,7 @@ form_leave(struct formation *f, const struct sr_error *err)
 	if (err->code != SR_EAUTH || f->a.prev_fd >= 0 || f->leaving ||
 	    f->told_prev)
 		return false;
-	close_fd(&f->c.fd);
+	sr_close_fd(&f->c.fd);
 	f->c.state = CONNECT_FAILED;
 	f->leaving = true;
 	f->leave_by = sr_clock_ns() + LEAVE_NS;
@@ -914,7 +413,7 @@ form_loop(struct formation *f, struct sr_error *err)
 			timeout_message(f, err);
 			return -1;
 		}
-		pending_expire(f, now);
+		sr_acceptor_expire(f, now);
 		if (c->state == CONNECT_BACKOFF) {
 			if (now >= c->retry_at) {
 				if (connector_progress(f, 0, err) != 0 &&
@@ -933,7 +432,7 @@ form_loop(struct formation *f, struct sr_error *err)
 			cidx = nfds;
 			fds[nfds].fd = c->fd;
 			fds[nfds++].events = c->state == CONNECT_TALK ?
-			    exchange_events(&c->x) : POLLOUT;
+			    sr_exchange_events(&c->x) : POLLOUT;
 		}
 		if (a->prev_fd < 0) {
 			lidx = nfds;
@@ -943,7 +442,7 @@ form_loop(struct formation *f, struct sr_error *err)
 				wake = a->paused_until;
 			for (int i = 0; i < a->npending; i++) {
 				fds[nfds].fd = a->pending[i].fd;
-				fds[nfds++].events = exchange_events(&a->pending[i].x);
+				fds[nfds++].events = sr_exchange_events(&a->pending[i].x);
 				if (a->pending[i].deadline < wake)
 					wake = a->pending[i].deadline;
 			}
@@ -975,12 +474,12 @@ form_loop(struct formation *f, struct sr_error *err)
 				continue;
 			for (int slot = 0; slot < a->npending; slot++)
 				if (a->pending[slot].fd == fds[i].fd) {
-					pending_progress(f, slot);
+					sr_acceptor_progress(f, slot);
 					break;
 				}
 		}
 		if (a->prev_fd < 0 && fds[lidx].revents != 0)
-			acceptor_accept(f);
+			sr_acceptor_accept(f);
 	}
 }
 
@@ -1049,13 +548,13 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	}
 	rc = form_loop(&f, err);
 	while (f.a.npending > 0)
-		pending_drop(&f.a, 0);
+		sr_acceptor_drop(&f.a, 0);
 	memset(&f.c.auth, 0, sizeof(f.c.auth));
 	if (rc != 0) {
 		if (err->phase == SR_PHASE_HANDSHAKE)
 			sr_err_peer(err, f.c.peer, f.c.address);
-		close_fd(&f.c.fd);
-		close_fd(&f.a.prev_fd);
+		sr_close_fd(&f.c.fd);
+		sr_close_fd(&f.a.prev_fd);
 		return -1;
 	}
 	*next_fd = f.c.fd;

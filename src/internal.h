@@ -4,7 +4,7 @@
  * Layers, bottom up: clock and socket layer (clock.c, sock.c); the pure
  * parts (wire.c: byte helpers, hello/verdict and frame codecs; reduce.c:
  * kernels; schedule.c: which block goes where); ring formation
- * (listener.c, handshake.c); the transfer engine (engine.c); the
+ * (listener.c, handshake.c, acceptor.c); the transfer engine (engine.c); the
  * collectives and the ring object (collectives.c, ring.c).
  */
 #ifndef SR_INTERNAL_H
