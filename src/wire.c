@@ -1,7 +1,7 @@
 /*
  * wire.c - bytes on the wire: fixed-width little-endian helpers, the
- * handshake codec (byte for byte the silvic-net hello and verdict), the
- * authentication result and the frame header codec.  Pure: no descriptors, no allocation.
+ * handshake codec (byte for byte the silvic-net hello and verdict) and the
+ * frame header codec.  Pure: no descriptors, no allocation.
  */
 #include <stdio.h>
 #include <string.h>
