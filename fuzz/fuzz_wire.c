@@ -7,7 +7,8 @@
  *	0  hello: 32 bytes [, token u64, world u32, expected rank u32,
  *	   acceptor rank u32]	(the acceptor's side, all little-endian);
  *	   a decoded hello re-encodes to the same 32 bytes
- *	1  verdict: 16 bytes
+ *	1  verdict: 16 bytes; its first 12 bytes also as an
+ *	   authentication result
  *	2  frame header: 24 bytes [, a second header as the expected one
  *	   [, one byte: the size of the description buffer]]
  *	3  abort payload: any length
@@ -94,7 +95,8 @@ fuzz_hello(const uint8_t *data, size_t size)
 	free(in);
 
 	FUZZ_CHECK(sr_hello_judge(&hello, hello.token, hello.world,
-	    hello.rank) == SR_VERDICT_ACCEPTED);
+	    hello.rank) == ((hello.flags & ~SR_HELLO_KNOWN) ?
+	    SR_VERDICT_UNKNOWN_FLAGS : SR_VERDICT_ACCEPTED));
 	if (size < SR_HELLO_LEN + 20)
 		return;
 	/* The acceptor's expectations: token first, then world, then rank. */
@@ -105,10 +107,37 @@ fuzz_hello(const uint8_t *data, size_t size)
 	want = hello.token != token ? SR_VERDICT_WRONG_TOKEN :
 	    hello.world != world ? SR_VERDICT_WRONG_WORLD :
 	    hello.rank != expected ? SR_VERDICT_WRONG_RANK :
+	    (hello.flags & ~SR_HELLO_KNOWN) ? SR_VERDICT_UNKNOWN_FLAGS :
 	    SR_VERDICT_ACCEPTED;
 	FUZZ_CHECK(verdict == want);
 	FUZZ_CHECK(strcmp(sr_verdict_reason(verdict), "unknown verdict") != 0);
 	fuzz_verdict_roundtrip(verdict, u32_at(data + SR_HELLO_LEN + 16));
+}
+
+/* The acceptor's answer to a proof: only a known status is taken, and
+ * a decoded result re-encodes to the same bytes. */
+static void
+fuzz_result(const uint8_t *data, size_t size)
+{
+	uint8_t *in, *out;
+	enum sr_auth_result result;
+	int rc;
+
+	if (size < SR_RESULT_LEN)
+		return;
+	in = exact(data, SR_RESULT_LEN);
+	rc = sr_result_decode(in, &result);
+	FUZZ_CHECK((rc == 0) == (memcmp(in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
+	    u32_at(in + SR_MAGIC_LEN) < SR_RESULT_COUNT));
+	if (rc == 0) {
+		FUZZ_CHECK((uint32_t)result == u32_at(in + SR_MAGIC_LEN));
+		out = malloc(SR_RESULT_LEN);
+		FUZZ_CHECK(out != NULL);
+		sr_result_encode(result, out);
+		FUZZ_CHECK(memcmp(out, in, SR_RESULT_LEN) == 0);
+		free(out);
+	}
+	free(in);
 }
 
 static void
@@ -299,6 +328,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		fuzz_verdict(data + 1, size - 1);
+		fuzz_result(data + 1, size - 1);
 		break;
 	case 2:
 		fuzz_frame(data + 1, size - 1);

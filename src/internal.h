@@ -4,7 +4,7 @@
  * Layers, bottom up: clock and socket layer (clock.c, sock.c); the pure
  * parts (wire.c: byte helpers, hello/verdict and frame codecs; reduce.c:
  * kernels; schedule.c: which block goes where); ring formation
- * (listener.c, handshake.c); the transfer engine (engine.c); the
+ * (listener.c, handshake.c, acceptor.c); the transfer engine (engine.c); the
  * collectives and the ring object (collectives.c, ring.c).
  */
 #ifndef SR_INTERNAL_H
@@ -56,6 +56,9 @@ int sr_sock_resolve(const char *host, uint16_t port, int passive,
 /* "ip:port" or "[ip]:port". */
 void sr_sock_format(const struct sr_sockaddr *addr, char *buf, size_t size);
 bool sr_sock_is_unspecified(const struct sr_sockaddr *addr);
+/* Whether both are the same IP address (ports aside). */
+bool sr_sock_same_host(const struct sr_sockaddr *a,
+    const struct sr_sockaddr *b);
 int sr_sock_nonblocking(int fd);
 /* TCP_NODELAY, SO_KEEPALIVE and TCP_USER_TIMEOUT from the timeout. */
 void sr_sock_tune(int fd, int64_t timeout_ms);
@@ -87,11 +90,37 @@ void sr_put_u64le(uint8_t *p, uint64_t v);
 uint32_t sr_get_u32le(const uint8_t *p);
 uint64_t sr_get_u64le(const uint8_t *p);
 
+/*
+ * The hello, connector to acceptor, SR_HELLO_LEN bytes:
+ *
+ *	offset	size	field
+ *	0	8	SR_MAGIC "silvicn\x01" (protocol version in the last byte)
+ *	8	4	SR_BYTE_ORDER_MARK in the sender's native order
+ *	12	4	rank u32 le: the rank the connector claims
+ *	16	4	world u32 le
+ *	20	4	flags u32 le: SR_HELLO_AUTH | SR_HELLO_CRC (the seed's
+ *			reserved field, 0 on a plain ring; any other bit is
+ *			refused with SR_VERDICT_UNKNOWN_FLAGS)
+ *	24	8	job token u64 le
+ *
+ * The verdict, acceptor to connector, SR_VERDICT_LEN bytes:
+ *
+ *	offset	size	field
+ *	0	8	SR_MAGIC
+ *	8	4	status u32 le: an enum sr_verdict code (frozen values)
+ *	12	4	acceptor rank u32 le
+ *
+ * Without a key and without --integrity both are byte for byte the seed's;
+ * codes 4 and up are sent only to a peer that itself departs from it.
+ */
+
 /* Hello flags, in the seed's reserved field (0 without a key, so a hello
  * stays byte-identical to the seed's). */
 #define SR_HELLO_AUTH 0x1u
 /* Frames carry a CRC-32C trailer (--integrity); both ends must agree. */
 #define SR_HELLO_CRC 0x2u
+/* Every flag this version defines; any other bit set is refused. */
+#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC)
 
 struct sr_hello {
 	uint32_t rank;
@@ -109,6 +138,12 @@ enum sr_verdict {
 	SR_VERDICT_AUTH_REQUIRED = 4,	/* the acceptor has a key, the hello none */
 	SR_VERDICT_NO_KEY = 5,		/* the hello asks for a key the acceptor lacks */
 	SR_VERDICT_INTEGRITY = 6,	/* one side checks frames, the other not */
+	/* The hello sets a flag bit this version does not define. */
+	SR_VERDICT_UNKNOWN_FLAGS = 7,
+	/* The acceptor leaves: authentication failed on its link to its own
+	 * next rank, so the ring cannot form (sent to the previous rank
+	 * instead of accepting it, so it fails at once too). */
+	SR_VERDICT_NEXT_AUTH = 8,
 	SR_VERDICT_COUNT
 };
 
@@ -116,7 +151,8 @@ void sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN]);
 /* 0, or -1 with why set ("not a silvic rank ...", "byte order differs"). */
 int sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
     const char **why);
-/* The acceptor's judgement: token first, then world, then rank. */
+/* The acceptor's judgement: token first, then world, then rank, then
+ * undefined flag bits (SR_VERDICT_UNKNOWN_FLAGS). */
 enum sr_verdict sr_hello_judge(const struct sr_hello *hello, uint64_t token,
     uint32_t world, uint32_t expected_rank);
 void sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
@@ -199,8 +235,21 @@ int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
 #define SR_AUTH_MAGIC "silvica\x01"
 #define SR_NONCE_LEN 32
 #define SR_MAC_LEN 32
-/* challenge: magic, connector nonce; response: magic, acceptor nonce,
- * acceptor MAC; proof: magic, connector MAC; result: magic, status u32. */
+/*
+ * With a key, after an accepting verdict (offset: size field):
+ *
+ *	challenge, connector to acceptor, SR_CHALLENGE_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC "silvica\x01"	8: 32 connector nonce
+ *	response, acceptor to connector, SR_RESPONSE_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 32 acceptor nonce	40: 32 acceptor MAC
+ *	proof, connector to acceptor, SR_PROOF_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 32 connector MAC
+ *	result, acceptor to connector, SR_RESULT_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 4 status u32 le, enum sr_auth_result
+ *
+ * A connector that finds the acceptor's MAC wrong still sends its proof,
+ * so that both sides report the other key.
+ */
 #define SR_CHALLENGE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN)
 #define SR_RESPONSE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN + SR_MAC_LEN)
 #define SR_PROOF_LEN (SR_MAGIC_LEN + SR_MAC_LEN)
@@ -209,6 +258,22 @@ int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
 #define SR_KEY_MIN 16
 
 enum sr_auth_role { SR_AUTH_CONNECTOR = 0, SR_AUTH_ACCEPTOR = 1 };
+
+/* The result's status: frozen wire values. */
+enum sr_auth_result {
+	SR_RESULT_ACCEPTED = 0,
+	SR_RESULT_REJECTED = 1,	 /* the proof does not match the key */
+	/* The proof matched, but the acceptor leaves: authentication
+	 * failed on its link to its own next rank. */
+	SR_RESULT_NEXT_AUTH = 2,
+	SR_RESULT_COUNT
+};
+
+void sr_result_encode(enum sr_auth_result result,
+    uint8_t out[SR_RESULT_LEN]);
+/* 0, or -1 when the bytes are not a result or the status is unknown. */
+int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
+    enum sr_auth_result *result);
 
 struct sr_auth {
 	const uint8_t *key;

@@ -136,6 +136,26 @@ sr_sock_is_unspecified(const struct sr_sockaddr *addr)
 	return false;
 }
 
+bool
+sr_sock_same_host(const struct sr_sockaddr *a, const struct sr_sockaddr *b)
+{
+	if (a->ss.ss_family != b->ss.ss_family)
+		return false;
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)&a->ss;
+		const struct sockaddr_in *y = (const void *)&b->ss;
+
+		return x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)&a->ss;
+		const struct sockaddr_in6 *y = (const void *)&b->ss;
+
+		return IN6_ARE_ADDR_EQUAL(&x->sin6_addr, &y->sin6_addr);
+	}
+	return false;
+}
+
 int
 sr_sock_nonblocking(int fd)
 {

@@ -85,6 +85,8 @@ sr_hello_judge(const struct sr_hello *hello, uint64_t token, uint32_t world,
 		return SR_VERDICT_WRONG_WORLD;
 	if (hello->rank != expected_rank)
 		return SR_VERDICT_WRONG_RANK;
+	if (hello->flags & ~SR_HELLO_KNOWN)
+		return SR_VERDICT_UNKNOWN_FLAGS;
 	return SR_VERDICT_ACCEPTED;
 }
 
@@ -134,9 +136,36 @@ sr_verdict_reason(enum sr_verdict verdict)
 	case SR_VERDICT_INTEGRITY:
 		return "integrity check setting differs (--integrity on one "
 		    "side only)";
+	case SR_VERDICT_UNKNOWN_FLAGS:
+		return "its hello sets flag bits this version does not define "
+		    "(another silvic-ring version?)";
+	case SR_VERDICT_NEXT_AUTH:
+		return "authentication failed on its link to its next rank "
+		    "(another key?), so the ring cannot form";
 	default:
 		return "unknown verdict";
 	}
+}
+
+void
+sr_result_encode(enum sr_auth_result result, uint8_t out[SR_RESULT_LEN])
+{
+	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	sr_put_u32le(out + SR_MAGIC_LEN, (uint32_t)result);
+}
+
+int
+sr_result_decode(const uint8_t in[SR_RESULT_LEN], enum sr_auth_result *result)
+{
+	uint32_t status;
+
+	if (memcmp(in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
+		return -1;
+	status = sr_get_u32le(in + SR_MAGIC_LEN);
+	if (status >= SR_RESULT_COUNT)
+		return -1;
+	*result = (enum sr_auth_result)status;
+	return 0;
 }
 
 void

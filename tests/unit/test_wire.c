@@ -243,8 +243,9 @@ verdict_rejects_bad_magic(void)
 static void
 verdict_rejects_unknown_status(void)
 {
-	/* 4 and 5 are the authentication verdicts, 6 the integrity one. */
-	static const uint32_t statuses[] = { 7, 8, 256, 0x01000000u,
+	/* 4 and 5 are the authentication verdicts, 6 the integrity one, 7
+	 * undefined flags, 8 a rank that leaves. */
+	static const uint32_t statuses[] = { 9, 256, 0x01000000u,
 		UINT32_MAX };
 	uint8_t bytes[SR_VERDICT_LEN];
 
@@ -275,6 +276,106 @@ hello_auth_flag_round_trips(void)
 	hello.flags = 0;
 	sr_hello_encode(&hello, bytes);
 	CHECK(sr_get_u32le(bytes + 20) == 0);
+}
+
+/* Bits 2 to 31 of the flags are undefined: each alone or beside the
+ * defined ones is refused, after token, world and rank. */
+static void
+hello_judge_refuses_undefined_flag_bits(void)
+{
+	static const uint32_t known[] = { 0, SR_HELLO_AUTH, SR_HELLO_CRC,
+		SR_HELLO_AUTH | SR_HELLO_CRC };
+	struct sr_hello hello = { 2, 4, 77, 0 };
+
+	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+		hello.flags = known[k];
+		CHECKF(sr_hello_judge(&hello, 77, 4, 2) == SR_VERDICT_ACCEPTED,
+		    "flags 0x%x", known[k]);
+		for (int bit = 2; bit < 32; bit++) {
+			hello.flags = known[k] | UINT32_C(1) << bit;
+			CHECKF(sr_hello_judge(&hello, 77, 4, 2) ==
+			    SR_VERDICT_UNKNOWN_FLAGS, "flags 0x%x", hello.flags);
+		}
+	}
+	hello.flags = UINT32_MAX;
+	CHECK(sr_hello_judge(&hello, 77, 4, 2) == SR_VERDICT_UNKNOWN_FLAGS);
+	CHECK(sr_hello_judge(&hello, 78, 4, 2) == SR_VERDICT_WRONG_TOKEN);
+	CHECK(sr_hello_judge(&hello, 77, 5, 2) == SR_VERDICT_WRONG_WORLD);
+	CHECK(sr_hello_judge(&hello, 77, 4, 1) == SR_VERDICT_WRONG_RANK);
+}
+
+/* Wire codes never change meaning; each has its own reason. */
+static void
+verdict_codes_are_frozen(void)
+{
+	static const uint8_t unknown_flags[SR_VERDICT_LEN] = {
+		's', 'i', 'l', 'v', 'i', 'c', 'n', 0x01,
+		0x07, 0x00, 0x00, 0x00,		/* status: undefined flags */
+		0x01, 0x00, 0x00, 0x00,		/* acceptor's rank */
+	};
+	uint8_t bytes[SR_VERDICT_LEN];
+
+	CHECK(SR_VERDICT_AUTH_REQUIRED == 4 && SR_VERDICT_NO_KEY == 5);
+	CHECK(SR_VERDICT_INTEGRITY == 6 && SR_VERDICT_UNKNOWN_FLAGS == 7);
+	CHECK(SR_VERDICT_NEXT_AUTH == 8 && SR_VERDICT_COUNT == 9);
+	sr_verdict_encode(SR_VERDICT_UNKNOWN_FLAGS, 1, bytes);
+	CHECK(memcmp(bytes, unknown_flags, sizeof(bytes)) == 0);
+	for (int v = 0; v < SR_VERDICT_COUNT; v++) {
+		CHECK(strcmp(sr_verdict_reason((enum sr_verdict)v),
+		    "unknown verdict") != 0);
+		for (int w = 0; w < v; w++)
+			CHECK(strcmp(sr_verdict_reason((enum sr_verdict)v),
+			    sr_verdict_reason((enum sr_verdict)w)) != 0);
+	}
+	CHECK(strstr(sr_verdict_reason(SR_VERDICT_UNKNOWN_FLAGS),
+	    "flag bits") != NULL);
+	CHECK(strstr(sr_verdict_reason(SR_VERDICT_NEXT_AUTH),
+	    "authentication failed on its link to its next rank") != NULL);
+}
+
+/* --------------------------------------------------------- auth result */
+
+static void
+result_round_trips_and_layout(void)
+{
+	static const uint8_t leaving[SR_RESULT_LEN] = {
+		's', 'i', 'l', 'v', 'i', 'c', 'a', 0x01,
+		0x02, 0x00, 0x00, 0x00,
+	};
+	uint8_t bytes[SR_RESULT_LEN];
+
+	CHECK(SR_RESULT_ACCEPTED == 0 && SR_RESULT_REJECTED == 1 &&
+	    SR_RESULT_NEXT_AUTH == 2 && SR_RESULT_COUNT == 3);
+	for (int r = 0; r < SR_RESULT_COUNT; r++) {
+		enum sr_auth_result got = (enum sr_auth_result)99;
+
+		memset(bytes, 0xaa, sizeof(bytes));
+		sr_result_encode((enum sr_auth_result)r, bytes);
+		CHECK(memcmp(bytes, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0);
+		CHECK(sr_get_u32le(bytes + 8) == (uint32_t)r);
+		CHECKF(sr_result_decode(bytes, &got) == 0, "status %d", r);
+		CHECK(got == (enum sr_auth_result)r);
+	}
+	sr_result_encode(SR_RESULT_NEXT_AUTH, bytes);
+	CHECK(memcmp(bytes, leaving, sizeof(leaving)) == 0);
+}
+
+static void
+result_rejects_bad_magic_and_unknown_status(void)
+{
+	static const uint32_t statuses[] = { 3, 256, UINT32_MAX };
+	uint8_t bytes[SR_RESULT_LEN];
+	enum sr_auth_result got;
+
+	sr_result_encode(SR_RESULT_ACCEPTED, bytes);
+	bytes[6] = 'n';		/* the hello's magic is not a result's */
+	CHECK(sr_result_decode(bytes, &got) == -1);
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		sr_result_encode(SR_RESULT_ACCEPTED, bytes);
+		sr_put_u32le(bytes + 8, statuses[i]);
+		CHECKF(sr_result_decode(bytes, &got) == -1, "status %u",
+		    statuses[i]);
+	}
 }
 
 static void
@@ -601,6 +702,10 @@ main(void)
 	TEST_RUN(verdict_rejects_bad_magic);
 	TEST_RUN(verdict_rejects_unknown_status);
 	TEST_RUN(hello_auth_flag_round_trips);
+	TEST_RUN(hello_judge_refuses_undefined_flag_bits);
+	TEST_RUN(verdict_codes_are_frozen);
+	TEST_RUN(result_round_trips_and_layout);
+	TEST_RUN(result_rejects_bad_magic_and_unknown_status);
 	TEST_RUN(verdict_reasons_match_seed);
 	TEST_RUN(frame_round_trips);
 	TEST_RUN(frame_layout_is_little_endian);

@@ -1,0 +1,406 @@
+/*
+ * acceptor.c - the previous rank's side of ring formation: accept every
+ * connection, run each one's side of the exchange (hello and verdict, and
+ * with a key the challenge, response, proof and result of auth.c) with its
+ * own short deadline, and take the link once one proves to be the previous
+ * rank.  Strays are dropped and the wait goes on.
+ *
+ * Slots for pending handshakes are few, and a stranger needs only the job
+ * token (sent in clear) to get past the hello.  So no stage of the
+ * exchange holds a slot for sure: a new connection evicts the one that
+ * has waited longest on its peer since its last message (of its own host
+ * once that host holds PER_HOST_MAX), and the real rank, which answers
+ * each message at once, is never the one that waited longest.  A
+ * connection that has proven the key is not pending at all: it is the
+ * link.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "handshake.h"
+
+/* A rank speaks right after connecting; a connection that has not
+ * finished its handshake this long after being accepted is a stray. */
+#define HELLO_TIMEOUT_NS (5LL * 1000000000)
+/* Of the PENDING_MAX slots, at most this many for one host: a flood from
+ * one address leaves the other half to everyone else. */
+#define PER_HOST_MAX 8
+/* Connections accepted per turn of the poll loop, so those already
+ * pending get their turn between bursts. */
+#define ACCEPT_BURST 4
+/* Out of descriptors, the listener rests this long before accepting. */
+#define ACCEPT_PAUSE_NS (100LL * 1000000)
+
+static void
+reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
+    SR_PRINTF(4, 5);
+
+static void
+reject(struct formation *f, const char *from, bool auth, const char *fmt, ...)
+{
+	struct acceptor *a = &f->a;
+	va_list ap;
+
+	a->rejected++;
+	a->last_was_auth = auth;
+	snprintf(a->last_from, sizeof(a->last_from), "%s", from);
+	va_start(ap, fmt);
+	vsnprintf(a->last_reason, sizeof(a->last_reason), fmt, ap);
+	va_end(ap);
+	if (f->options->on_stray != NULL)
+		f->options->on_stray(f->options->stray_arg, from, a->last_reason);
+}
+
+/* Keeps the others in accept order: the first to arrive is judged first. */
+void
+sr_acceptor_drop(struct acceptor *a, int i)
+{
+	sr_close_fd(&a->pending[i].fd);
+	memset(&a->pending[i].auth, 0, sizeof(a->pending[i].auth));
+	memmove(&a->pending[i], &a->pending[i + 1],
+	    (size_t)(a->npending - i - 1) * sizeof(a->pending[0]));
+	a->npending--;
+}
+
+static const char *
+stage_name(const struct pending *p)
+{
+	static const char *const names[] = { "hello", "challenge", "proof" };
+
+	return names[p->x.stage];
+}
+
+/* Pending handshakes from host's address (all of them for NULL): how many,
+ * and the one that has kept this rank waiting longest (-1 for none). */
+static int
+pending_stalest(const struct acceptor *a, const struct sr_sockaddr *host,
+    int *count)
+{
+	int best = -1;
+
+	*count = 0;
+	for (int i = 0; i < a->npending; i++) {
+		if (host != NULL && !sr_sock_same_host(&a->pending[i].peer, host))
+			continue;
+		(*count)++;
+		if (best < 0 || a->pending[i].since < a->pending[best].since)
+			best = i;
+	}
+	return best;
+}
+
+/*
+ * Makes room for a connection just accepted from peer: when its host holds
+ * PER_HOST_MAX slots, that host's stalest goes; else, when every slot is
+ * taken, the stalest of all.  At any stage: past the hello a stranger with
+ * the token stalls as well as before it.
+ */
+static void
+make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
+{
+	struct acceptor *a = &f->a;
+	char from[SR_ADDR_MAX], waited[32];
+	char why[96];
+	struct pending *p;
+	int n, victim = pending_stalest(a, peer, &n);
+
+	if (n >= PER_HOST_MAX) {
+		snprintf(why, sizeof(why), "its host holds %d of the %d pending "
+		    "handshakes, the most one host may", n, a->npending);
+	} else if (a->npending == PENDING_MAX) {
+		snprintf(why, sizeof(why), "all %d pending handshakes are "
+		    "taken", PENDING_MAX);
+		victim = pending_stalest(a, NULL, &n);
+	} else {
+		return;
+	}
+	p = &a->pending[victim];
+	snprintf(from, sizeof(from), "%s", p->address);
+	sr_clock_format_ms((now - p->since) / 1000000, waited, sizeof(waited));
+	reject(f, from, false, "evicted after waiting %s for its %s, to make "
+	    "room for a newer connection: %s", waited, stage_name(p), why);
+	a->evicted++;
+	sr_acceptor_drop(a, victim);
+}
+
+/*
+ * Sends a verdict that ends the exchange, best effort, and drops p's
+ * connection with reason.  A rank that leaves has told its previous rank
+ * once such a verdict reached a hello that claims to be it.
+ */
+static void
+answer_and_reject(struct formation *f, struct pending *p,
+    enum sr_verdict verdict, bool auth, const char *reason)
+{
+	sr_verdict_encode(verdict, f->rank, p->x.out);
+	if (send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	    SR_VERDICT_LEN && p->claims_prev)
+		f->told_prev = true;
+	reject(f, p->address, auth, "%s", reason);
+}
+
+/* Judges a hello; queues the verdict.  1 to go on, 0 rejected. */
+static int
+pending_hello(struct formation *f, struct pending *p)
+{
+	struct sr_hello hello;
+	enum sr_verdict verdict;
+	char reason[200];
+	const char *why;
+
+	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
+		reject(f, p->address, false, "%s", why);
+		return 0;
+	}
+	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
+	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
+	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
+	if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
+	    !(hello.flags & SR_HELLO_AUTH))
+		verdict = SR_VERDICT_AUTH_REQUIRED;
+	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
+	    (hello.flags & SR_HELLO_AUTH))
+		verdict = SR_VERDICT_NO_KEY;
+	else if (verdict == SR_VERDICT_ACCEPTED &&
+	    !(hello.flags & SR_HELLO_CRC) != !f->options->integrity)
+		verdict = SR_VERDICT_INTEGRITY;
+	else if (verdict == SR_VERDICT_ACCEPTED && f->leaving && !f->keyed)
+		verdict = SR_VERDICT_NEXT_AUTH;
+	switch (verdict) {
+	case SR_VERDICT_ACCEPTED:
+		break;
+	case SR_VERDICT_AUTH_REQUIRED:
+		snprintf(reason, sizeof(reason), "authentication failed: it has "
+		    "no key (claims rank %u of %u)", hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	case SR_VERDICT_NO_KEY:
+		snprintf(reason, sizeof(reason), "authentication failed: it has "
+		    "a key and this rank none (claims rank %u of %u)", hello.rank,
+		    hello.world);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	case SR_VERDICT_UNKNOWN_FLAGS:
+		snprintf(reason, sizeof(reason), "its hello sets undefined flag "
+		    "bits 0x%x (flags 0x%x; this version defines 0x%x; it "
+		    "claims rank %u of %u)", hello.flags & ~SR_HELLO_KNOWN,
+		    hello.flags, SR_HELLO_KNOWN, hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, false, reason);
+		return 0;
+	case SR_VERDICT_NEXT_AUTH:
+		snprintf(reason, sizeof(reason), "told rank %u that this rank "
+		    "leaves: authentication failed on its link to rank %u",
+		    hello.rank, f->c.peer);
+		answer_and_reject(f, p, verdict, true, reason);
+		return 0;
+	default:
+		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
+		    sr_verdict_reason(verdict), hello.rank, hello.world);
+		answer_and_reject(f, p, verdict, false, reason);
+		return 0;
+	}
+	sr_verdict_encode(verdict, f->rank, p->x.out);
+	sr_exchange_expect(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
+	    f->keyed ? SR_CHALLENGE_LEN : 0);
+	sr_formation_auth_init(f, &p->auth, f->a.expected, f->rank);
+	return 1;
+}
+
+/* The connector's challenge: answer with a nonce and this rank's proof. */
+static int
+pending_challenge(struct formation *f, struct pending *p)
+{
+	uint8_t *out = p->x.out;
+
+	if (memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
+		reject(f, p->address, true, "authentication failed: no challenge "
+		    "after the hello");
+		return 0;
+	}
+	memcpy(p->auth.nonce_connector, p->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
+	if (sr_auth_nonce(p->auth.nonce_acceptor) != 0 ||
+	    sr_auth_mac(&p->auth, SR_AUTH_ACCEPTOR,
+		out + SR_MAGIC_LEN + SR_NONCE_LEN) != 0) {
+		reject(f, p->address, true, "authentication failed: no random "
+		    "bytes or no MAC on this rank");
+		return 0;
+	}
+	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_MAGIC_LEN, p->auth.nonce_acceptor, SR_NONCE_LEN);
+	sr_exchange_expect(&p->x, STAGE_PROOF, SR_RESPONSE_LEN, SR_PROOF_LEN);
+	return 1;
+}
+
+/* The connector's proof: verify, answer, and only then accept the link
+ * (a rank that leaves answers a valid proof with SR_RESULT_NEXT_AUTH). */
+static int
+pending_proof(struct formation *f, struct pending *p)
+{
+	bool valid = memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
+	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR,
+		p->x.in + SR_MAGIC_LEN);
+	uint8_t result[SR_RESULT_LEN];
+	bool sent;
+
+	sr_result_encode(!valid ? SR_RESULT_REJECTED : f->leaving ?
+	    SR_RESULT_NEXT_AUTH : SR_RESULT_ACCEPTED, result);
+	sent = send(p->fd, result, sizeof(result), MSG_NOSIGNAL |
+	    MSG_DONTWAIT) == (ssize_t)sizeof(result);
+	/* A proof means it had this rank's response, and with it the
+	 * means to find this rank's key wrong on its own. */
+	if (p->claims_prev)
+		f->told_prev = true;
+	if (!valid) {
+		reject(f, p->address, true, "authentication failed: its proof "
+		    "does not match this rank's key (another key?)");
+		return 0;
+	}
+	if (f->leaving) {
+		reject(f, p->address, true, "told rank %u that this rank leaves: "
+		    "authentication failed on its link to rank %u",
+		    f->a.expected, f->c.peer);
+		return 0;
+	}
+	if (!sent) {
+		reject(f, p->address, true, "answering its proof failed: %s",
+		    strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
+/* Moves pending handshake i on; the link is taken once it is complete. */
+void
+sr_acceptor_progress(struct formation *f, int i)
+{
+	struct acceptor *a = &f->a;
+	struct pending *p = &a->pending[i];
+	const char *why = NULL;
+	int rc = sr_exchange_progress(p->fd, &p->x, &why);
+
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		/* Closed with this rank's response in hand: it found the key
+		 * wrong itself. */
+		if (p->claims_prev && p->x.stage == STAGE_PROOF)
+			f->told_prev = true;
+		reject(f, p->address, p->x.stage != STAGE_HELLO,
+		    "%s after %zu of %zu bytes of its %s", why, p->x.in_got,
+		    p->x.in_len, stage_name(p));
+		sr_acceptor_drop(a, i);
+		return;
+	}
+	switch (p->x.stage) {
+	case STAGE_HELLO:
+		rc = pending_hello(f, p);
+		break;
+	case STAGE_CHALLENGE:
+		rc = pending_challenge(f, p);
+		break;
+	default:
+		rc = pending_proof(f, p);
+		if (rc == 1) {
+			a->prev_fd = p->fd;
+			p->fd = -1;
+			sr_acceptor_drop(a, i);
+			return;
+		}
+		break;
+	}
+	if (rc == 0) {
+		sr_acceptor_drop(a, i);
+		return;
+	}
+	p->since = sr_clock_ns();
+	/* Without a key the verdict ends the exchange once it is sent. */
+	if (p->x.stage == STAGE_CHALLENGE && p->x.in_len == 0) {
+		rc = sr_exchange_progress(p->fd, &p->x, &why);
+		if (rc == 1) {
+			a->prev_fd = p->fd;
+			p->fd = -1;
+		} else {
+			reject(f, p->address, false, "answering its hello failed: "
+			    "%s", rc < 0 ? why : "the socket is full");
+		}
+		sr_acceptor_drop(a, i);
+		return;
+	}
+	sr_acceptor_progress(f, i);
+}
+
+void
+sr_acceptor_accept(struct formation *f)
+{
+	struct acceptor *a = &f->a;
+	struct sr_sockaddr peer;
+	struct pending *p;
+	int64_t now;
+	int fd;
+
+	for (int burst = 0; burst < ACCEPT_BURST && a->prev_fd < 0; burst++) {
+		peer.len = sizeof(peer.ss);
+		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
+		    errno == ENOBUFS || errno == ENOMEM)) {
+			/* The connection stays queued; polling the listener
+			 * now would spin. */
+			a->paused_until = sr_clock_ns() + ACCEPT_PAUSE_NS;
+			reject(f, "the listener", false, "cannot accept: %s",
+			    strerror(errno));
+			return;
+		}
+		if (fd < 0)
+			return; /* EAGAIN, or a stray that reset: keep waiting */
+		now = sr_clock_ns();
+		make_room(f, &peer, now);
+		p = &a->pending[a->npending++];
+		memset(p, 0, sizeof(*p));
+		p->fd = fd;
+		p->deadline = now + HELLO_TIMEOUT_NS;
+		p->since = now;
+		p->peer = peer;
+		sr_exchange_expect(&p->x, STAGE_HELLO, 0, SR_HELLO_LEN);
+		sr_sock_format(&peer, p->address, sizeof(p->address));
+		/* A rank sends its hello as it connects: judge it now, before
+		 * the next arrival can take its place. */
+		sr_acceptor_progress(f, a->npending - 1);
+	}
+}
+
+void
+sr_acceptor_expire(struct formation *f, int64_t now)
+{
+	struct acceptor *a = &f->a;
+
+	for (int i = 0; i < a->npending;) {
+		struct pending *p = &a->pending[i];
+
+		if (now < p->deadline) {
+			i++;
+			continue;
+		}
+		reject(f, p->address, p->x.stage != STAGE_HELLO,
+		    "sent %zu of %zu bytes of its %s in 5s", p->x.in_got,
+		    p->x.in_len, stage_name(p));
+		sr_acceptor_drop(a, i);
+	}
+}
+
+void
+sr_acceptor_rejections(const struct formation *f, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (f->a.rejected > 0 && f->keyed)
+		snprintf(buf, size, "; refused %lu unauthenticated "
+		    "connection(s) (%lu evicted to make room), the last from "
+		    "%s: %s", f->a.rejected, f->a.evicted, f->a.last_from,
+		    f->a.last_reason);
+	else if (f->a.rejected > 0)
+		snprintf(buf, size, "; rejected %lu connection(s), the last "
+		    "from %s: %s", f->a.rejected, f->a.last_from,
+		    f->a.last_reason);
+}

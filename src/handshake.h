@@ -1,0 +1,139 @@
+/*
+ * handshake.h - ring formation's state, shared by handshake.c (the
+ * connector to the next rank and the poll loop) and acceptor.c (the
+ * previous rank's side: pending handshakes and their eviction); not
+ * installed.
+ */
+#ifndef SR_HANDSHAKE_H
+#define SR_HANDSHAKE_H
+
+#include <poll.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Handshakes read at once; more connections wait in the kernel backlog. */
+#define PENDING_MAX 16
+#define MESSAGE_MAX SR_RESPONSE_LEN
+
+/* One message to send, then one to receive, on a socket. */
+struct exchange {
+	uint8_t out[MESSAGE_MAX];
+	size_t out_len, out_done;
+	uint8_t in[MESSAGE_MAX];
+	size_t in_len, in_got;
+	int stage;
+};
+
+enum connector_state {
+	CONNECT_BACKOFF,
+	CONNECT_IN_PROGRESS,
+	CONNECT_TALK,
+	CONNECT_DONE,
+	CONNECT_FAILED	/* this rank leaves; see form_leave */
+};
+
+/* Exchange stages, on both sides. */
+enum { STAGE_HELLO, STAGE_CHALLENGE, STAGE_PROOF };
+
+struct connector {
+	enum connector_state state;
+	int fd;
+	struct sr_sockaddr addr;
+	const char *address;
+	uint32_t peer;
+	int64_t retry_at;
+	int64_t backoff;
+	struct exchange x;
+	struct sr_auth auth;
+	/* Formed, and nothing read on it yet: watched for a close until this
+	 * rank's previous one is in (connector_watch). */
+	bool watch;
+	char last_error[160];
+};
+
+struct pending {
+	int fd;
+	int64_t deadline;
+	/* When it was accepted or last sent a whole message: how long it has
+	 * kept this rank waiting. */
+	int64_t since;
+	/* Its hello named this job, this world and the expected rank. */
+	bool claims_prev;
+	struct exchange x;
+	struct sr_auth auth;
+	struct sr_sockaddr peer;
+	char address[SR_ADDR_MAX];
+};
+
+struct acceptor {
+	int listen_fd;
+	uint32_t expected;
+	int prev_fd;
+	struct pending pending[PENDING_MAX];
+	int npending;
+	unsigned long rejected;
+	unsigned long evicted;	/* of those, to make room */
+	int64_t paused_until;	/* out of descriptors: accept later */
+	bool last_was_auth;
+	char last_from[SR_ADDR_MAX];
+	char last_reason[200];
+};
+
+struct formation {
+	uint32_t rank, world;
+	uint64_t token;
+	const struct sr_ring_options *options;
+	bool keyed;
+	int64_t started, deadline;
+	/* Authentication failed on this rank's link to its next rank: it
+	 * stays until leave_by to tell its previous rank, unless told_prev:
+	 * a connection that claims to be that rank already had a verdict
+	 * that ends its exchange, or this rank's response to find the key
+	 * wrong by itself. */
+	bool leaving, told_prev;
+	int64_t leave_by;
+	struct connector c;
+	struct acceptor a;
+};
+
+static inline void
+sr_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static inline short
+sr_exchange_events(const struct exchange *x)
+{
+	return x->out_done < x->out_len ? POLLOUT : POLLIN;
+}
+
+/* Queues out_len bytes of x->out to send, then in_len to receive. */
+void sr_exchange_expect(struct exchange *x, int stage, size_t out_len,
+    size_t in_len);
+/*
+ * Moves an exchange on: sends what is queued, then reads what is expected.
+ * 1 when the expected message is complete, 0 to poll again, -1 on a socket
+ * error or EOF (why says which).
+ */
+int sr_exchange_progress(int fd, struct exchange *x, const char **why);
+/* The MAC inputs of a link from rank connector to rank acceptor. */
+void sr_formation_auth_init(struct formation *f, struct sr_auth *a,
+    uint32_t connector, uint32_t acceptor);
+
+/* acceptor.c.  Accepts up to a burst of connections, making room. */
+void sr_acceptor_accept(struct formation *f);
+/* Moves pending handshake slot on; sets f->a.prev_fd once one is taken. */
+void sr_acceptor_progress(struct formation *f, int slot);
+/* Drops the pending handshakes past their deadline. */
+void sr_acceptor_expire(struct formation *f, int64_t now);
+/* Closes pending handshake slot; the others keep their accept order. */
+void sr_acceptor_drop(struct acceptor *a, int slot);
+/* "; refused 3 unauthenticated connection(s) ..." or "" for none. */
+void sr_acceptor_rejections(const struct formation *f, char *buf,
+    size_t size);
+
+#endif
