@@ -27,7 +27,7 @@ on_drop(const char *name, void *aux, void *arg)
 static struct jobs *
 table(uint64_t max_jobs, uint64_t max_ranks, int64_t ttl)
 {
-	struct jobs_limits l = { max_jobs, max_ranks, ttl };
+	struct jobs_limits l = { max_jobs, max_ranks, ttl, 0, 0 };
 
 	drops = 0;
 	last_drop[0] = '\0';
