@@ -704,8 +704,8 @@ jobs_register(struct jobs *t, const char *name,
 		}
 		if (over_quota(t, reg->client, now)) {
 			snprintf(why, why_size, "%s created %llu jobs that are "
-			    "not finished, this server's limit for one client; "
-			    "try again later", reg->client,
+			    "not finished, the limit for one client "
+			    "(--max-client-jobs); try again later", reg->client,
 			    (unsigned long long)client_jobs(t, reg->client));
 			return JOBS_QUOTA;
 		}
