@@ -678,12 +678,8 @@ jobs_register(struct jobs *t, const char *name,
 
 	*completed = false;
 	/* Every rank of a finished job has what it came for: this is a
-	 * rerun. */
-	if (j != NULL && finished(j, now)) {
-		drop_if_empty(t, j, true);
-		j = NULL;
-	}
-	if (j == NULL) {
+	 * rerun, which replaces it. */
+	if (j == NULL || finished(j, now)) {
 		if (reg->world <= 0) {
 			snprintf(why, why_size, "world is required for a new "
 			    "job");
@@ -709,6 +705,9 @@ jobs_register(struct jobs *t, const char *name,
 			    (unsigned long long)client_jobs(t, reg->client));
 			return JOBS_QUOTA;
 		}
+		/* Found again: the sweep may have dropped it. */
+		if ((j = jobs_find(t, name, now)) != NULL)
+			drop_if_empty(t, j, true);
 		if (!room(t, now)) {
 			snprintf(why, why_size, "too many jobs (the limit is "
 			    "%llu); try again later",

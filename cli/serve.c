@@ -838,6 +838,9 @@ answer_delete(struct server *s, struct request *rq)
 	pthread_mutex_lock(&s->lock);
 	res = jobs_unregister(s->jobs, rq->w.job, reg.address, cli_now_ns(),
 	    &rank, why, sizeof(why));
+	/* The rank at that address, if it still waits, hears 410 now. */
+	if (res == JOBS_OK)
+		jobs_take_waiters(s->jobs, rq->w.job, 0, resume, s);
 	pthread_mutex_unlock(&s->lock);
 	if (res != JOBS_OK)
 		return reply(rq->conn, jobs_status[res], "%s", why);
