@@ -613,6 +613,25 @@ out:
 	return dropped;
 }
 
+/* Resumes the waiters of job name that poll for address (under
+ * s->lock). */
+static void
+wake_address(struct server *s, const char *name, const char *address)
+{
+	struct jobs_waiter *w, *next;
+
+	for (w = jobs_waiters(s->jobs); w != NULL; w = next) {
+		struct request *rq = (struct request *)w;
+
+		next = w->next;
+		if (strcmp(w->job, name) != 0 ||
+		    strcmp(rq->address, address) != 0)
+			continue;
+		jobs_unwait(s->jobs, w);
+		resume(w, s);
+	}
+}
+
 /* --------------------------------------------------------- connections */
 
 static void
@@ -840,7 +859,7 @@ answer_delete(struct server *s, struct request *rq)
 	    &rank, why, sizeof(why));
 	/* The rank at that address, if it still waits, hears 410 now. */
 	if (res == JOBS_OK)
-		jobs_take_waiters(s->jobs, rq->w.job, 0, resume, s);
+		wake_address(s, rq->w.job, reg.address);
 	pthread_mutex_unlock(&s->lock);
 	if (res != JOBS_OK)
 		return reply(rq->conn, jobs_status[res], "%s", why);

@@ -186,7 +186,9 @@ expect_ring_of_8() {
 		s=status_m$r
 		[ "${!s}" -eq 3 ]
 		grep -F "${url}jobs/short" "$T/m$r.err"
-		grep -F "not yet: 7 of 8 ranks; missing 7" "$T/m$r.err"
+		# Ranks that time out first take their registrations back,
+		# so under load a late rank may see fewer than 7.
+		grep -E "the server said: not yet: [1-7] of 8 ranks; missing ([0-6], )*7\$" "$T/m$r.err"
 		grep -F "timed out after 3s" "$T/m$r.err"
 	done
 }

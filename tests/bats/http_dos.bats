@@ -153,10 +153,10 @@ token_file() {
 @test "dos: a 4-rank job forms while one client holds 4,200 idle connections" {
 	start_server
 	attack idle --count 4200
-	# The server keeps 256 of them (--max-client-connections) and
-	# closes the rest at once.
-	grep -E '^attack: tried 4200 idle connections from 127\.0\.0\.2 .*: 256 open' "$T/attack.out"
 	four_ranks idle
+	# The server kept 256 of them (--max-client-connections) and
+	# closed the rest at once.
+	grep -E '^attack: tried 4200 idle connections from 127\.0\.0\.2 .*: 256 open' "$T/attack.out"
 	wait_for "$T/serve.err" 'closed [0-9]+ connection\(s\) at once in the last 5s: over --max-client-connections 256 from one address' 20
 }
 
@@ -173,8 +173,8 @@ token_file() {
 @test "dos: a 4-rank job forms while one client has created 1,024 junk jobs" {
 	start_server
 	attack jobs --count 1024
-	grep -E '^attack: asked for 1024 jobs from 127\.0\.0\.2 .*: 64 held, [0-9]+ refused' "$T/attack.out"
 	four_ranks junk
+	grep -E '^attack: asked for 1024 jobs from 127\.0\.0\.2 .*: 64 held, [0-9]+ refused' "$T/attack.out"
 	grep -F 'answered 127.0.0.2 with 429: 127.0.0.2 created 64 jobs that are not finished, the limit for one client (--max-client-jobs); try again later' "$T/serve.err"
 	# The error answers beyond the first ten are summed up, not listed.
 	wait_for "$T/serve.err" '[0-9]+ more error answer\(s\) not shown in the last 5s' 20
@@ -185,10 +185,10 @@ token_file() {
 	token_file
 	start_server --token-file "$T/token"
 	attack jobs --count 1024 --token-file "$T/token"
-	grep -E '^attack: asked for 1024 jobs .*: 64 held' "$T/attack.out"
 	export SILVIC_RING_HTTP_TOKEN_FILE=$T/token
 	four_ranks junkt
 	unset SILVIC_RING_HTTP_TOKEN_FILE
+	grep -E '^attack: asked for 1024 jobs .*: 64 held' "$T/attack.out"
 	grep -F 'answered 127.0.0.2 with 429' "$T/serve.err"
 }
 
