@@ -279,15 +279,15 @@ jobs_sweep(struct jobs *t, int64_t now)
 	return dropped;
 }
 
-/* Drops finished jobs until there is room for one more; whether there
- * is. */
+/* Drops every finished job (all of them, so that which ones go does
+ * not depend on the hash); whether there is room for one more. */
 static bool
 reclaim(struct jobs *t, int64_t now)
 {
 	for (size_t b = 0; b < t->nbuckets; b++) {
 		struct job **link = &t->bucket[b], *j;
 
-		while (t->count >= t->limits.max_jobs && (j = *link) != NULL) {
+		while ((j = *link) != NULL) {
 			if (!finished(j, now)) {
 				link = &j->next;
 				continue;

@@ -86,9 +86,10 @@ int jobs_parse_registration(const char *body, size_t len,
  * out as by jobs_unregister (and a job left with none is dropped), so a
  * rank that was killed leaves no dead address for a rerun.  A complete
  * job is finished once every rank fetched its list (jobs_poll) or
- * stopped polling: it still answers GETs until it expires or its place
- * is needed, a new registration starts the job afresh, and it no longer
- * counts against its creator's --max-client-jobs.
+ * stopped polling: it still answers GETs until it expires or the table
+ * is full (then every finished job is dropped), a new registration
+ * starts the job afresh, and it no longer counts against its creator's
+ * --max-client-jobs.
  */
 
 /*
