@@ -91,6 +91,7 @@
 #include <microhttpd.h>
 
 #include "jobs.h"
+#include "serve_conns.h"
 #endif
 
 enum {
@@ -359,16 +360,6 @@ struct request {
 	char address[SR_ADDR_MAX];	/* GET: ?address=, or empty */
 };
 
-/* A connection, for --request-timeout: it must deliver each request
- * before since + the timeout unless busy (answering or waiting). */
-struct conn {
-	struct conn *prev, *next;
-	struct MHD_Connection *c;
-	int64_t since;
-	bool busy;
-	bool cut;		/* shut down for being late */
-};
-
 struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t drained;
@@ -380,8 +371,7 @@ struct server {
 	/* "Bearer TOKEN" derived from the file as a ring key (the file
 	 * less one trailing newline, less all of them), or empty. */
 	char derived[2][7 + 65];
-	int64_t request_timeout_ns;
-	struct conn *conns;	/* under lock */
+	struct serve_conns *conns;	/* for --request-timeout */
 	/* What -v sums up every REPORT_TICKS: under lock, and the rest
 	 * under stats (libmicrohttpd may log while lock is held). */
 	unsigned long late_connections, lapsed;
@@ -632,88 +622,6 @@ wake_address(struct server *s, const char *name, const char *address)
 	}
 }
 
-/* --------------------------------------------------------- connections */
-
-static void
-on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-    enum MHD_ConnectionNotificationCode toe)
-{
-	struct server *s = cls;
-	struct conn *k = *socket_context;
-
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		/* Without memory the connection is not tracked: it still
-		 * has libmicrohttpd's idle timeout. */
-		if ((k = calloc(1, sizeof(*k))) == NULL)
-			return;
-		k->c = c;
-		k->since = cli_now_ns();
-		pthread_mutex_lock(&s->lock);
-		k->next = s->conns;
-		if (s->conns != NULL)
-			s->conns->prev = k;
-		s->conns = k;
-		pthread_mutex_unlock(&s->lock);
-		*socket_context = k;
-		return;
-	}
-	if (k == NULL)
-		return;
-	/* Called before libmicrohttpd closes the socket: once k is off the
-	 * list, cut_late() can no longer reach its descriptor. */
-	pthread_mutex_lock(&s->lock);
-	if (k->prev != NULL)
-		k->prev->next = k->next;
-	else
-		s->conns = k->next;
-	if (k->next != NULL)
-		k->next->prev = k->prev;
-	pthread_mutex_unlock(&s->lock);
-	free(k);
-	*socket_context = NULL;
-}
-
-/* A request has arrived on c (busy), or its answer went out. */
-static void
-conn_busy(struct server *s, struct MHD_Connection *c, bool busy)
-{
-	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c,
-	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct conn *k = info != NULL ? info->socket_context : NULL;
-
-	if (k == NULL)
-		return;
-	pthread_mutex_lock(&s->lock);
-	k->busy = busy;
-	k->since = cli_now_ns();
-	pthread_mutex_unlock(&s->lock);
-}
-
-/*
- * Shuts down every connection that has not delivered a request within
- * --request-timeout (under s->lock).  libmicrohttpd 0.9.75 has no such
- * deadline: its timeout restarts with each byte, so a client could
- * trickle a header for hours.  The shutdown makes libmicrohttpd's own
- * thread see the end of the stream and close the connection.
- */
-static void
-cut_late(struct server *s, int64_t now)
-{
-	for (struct conn *k = s->conns; k != NULL; k = k->next) {
-		const union MHD_ConnectionInfo *info;
-
-		if (k->busy || k->cut || now - k->since < s->request_timeout_ns)
-			continue;
-		info = MHD_get_connection_info(k->c,
-		    MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (info == NULL)
-			continue;
-		shutdown(info->connect_fd, SHUT_RDWR);
-		k->cut = true;
-		s->late_connections++;
-	}
-}
-
 static void
 on_job_drop(const char *name, void *aux, void *arg)
 {
@@ -942,7 +850,7 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 		snprintf(rq->address, sizeof(rq->address), "%s", address);
 	snprintf(rq->w.job, sizeof(rq->w.job), "%s", name);
 	if (get)
-		conn_busy(s, c, true);
+		serve_conns_busy(s->conns, c, true);
 	*out = rq;
 	/* Answering in this first call would make MHD close the
 	 * connection (an early answer); the next call answers. */
@@ -972,7 +880,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		*upload_size = 0;
 		return rq->len <= DISCARD_MAX ? MHD_YES : MHD_NO;
 	}
-	conn_busy(s, c, true);
+	serve_conns_busy(s->conns, c, true);
 	return rq->remove ? answer_delete(s, rq) : answer_post(s, rq);
 }
 
@@ -983,7 +891,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct server *s = cls;
 	struct request *rq = *req_cls;
 
-	conn_busy(s, c, false);
+	serve_conns_busy(s->conns, c, false);
 	if (rq == NULL)
 		return;
 	/* A request is never completed while suspended, so only those
@@ -1168,7 +1076,7 @@ start_daemon(struct server *s, int fd, const struct serve_options *o)
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned int)o->max_client_connections,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->request_timeout,
-	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, s->conns,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -1223,7 +1131,8 @@ run_until_signal(struct server *s, const struct serve_options *o)
 		jobs_take_waiters(s->jobs, NULL, now, resume, s);
 		if (++ticks % CHECK_TICKS == 0) {
 			drop_hung_up(s, NULL);
-			cut_late(s, now);
+			s->late_connections += serve_conns_cut_late(s->conns,
+			    now);
 		}
 		dropped = ticks % SWEEP_TICKS == 0 ?
 		    jobs_sweep(s->jobs, now) : 0;
@@ -1307,8 +1216,10 @@ cmd_serve(int argc, char **argv)
 	limits.ttl_ns = (int64_t)(o.ttl * 1e9);
 	limits.lease_ns = (int64_t)(o.lease * 1e9);
 	limits.max_client_jobs = o.max_client_jobs;
-	s.request_timeout_ns = (int64_t)o.request_timeout * 1000000000;
-	if ((s.jobs = jobs_new(&limits, on_job_drop, &s)) == NULL) {
+	if ((s.jobs = jobs_new(&limits, on_job_drop, &s)) == NULL ||
+	    (s.conns = serve_conns_new((int64_t)o.request_timeout *
+	    1000000000)) == NULL) {
+		jobs_free(s.jobs);
 		free(s.bearer);
 		cli_error("serve: out of memory");
 		return EXIT_INTERNAL;
@@ -1356,6 +1267,7 @@ cmd_serve(int argc, char **argv)
 	rc = EXIT_OK;
 out:
 	jobs_free(s.jobs);
+	serve_conns_free(s.conns);
 	the_server = NULL;
 	pthread_cond_destroy(&s.drained);
 	pthread_mutex_destroy(&s.lock);
