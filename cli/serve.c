@@ -1075,7 +1075,9 @@ start_daemon(struct server *s, int fd, const struct serve_options *o)
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned int)o->max_client_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->request_timeout,
+	    /* A little after --request-timeout, which cuts (and counts)
+	     * idle connections first; this one catches stalled answers. */
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->request_timeout + 2,
 	    MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, s->conns,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
