@@ -95,6 +95,8 @@ const struct rendezvous_backend rendezvous_http = { "http", http_preload,
 /* The first attempt gets at least this (ms), past the deadline too: a
  * dry run (timeout 0) looks once. */
 #define FIRST_TRY_MS 2000
+/* What a poll adds to the URL, at most. */
+#define POLL_EXTRA (32 + 3 * SR_ADDR_MAX)
 /* Taking a registration back is worth this much of a failing rank's
  * exit (ms), connecting included. */
 #define WITHDRAW_MS 1000
@@ -699,9 +701,10 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 
 	if (h == NULL)
 		return -1;
-	if (strlen(r->source) + 16 > sizeof(url)) {
+	/* Room for "?wait=S" and "&address=" with an escaped address. */
+	if (strlen(r->source) + POLL_EXTRA > sizeof(url)) {
 		rdv_error(err, SR_ECONFIG, "the URL %.60s... is longer than "
-		    "%zu bytes", h->shown, sizeof(url) - 16);
+		    "%zu bytes", h->shown, sizeof(url) - POLL_EXTRA);
 		return config_error(err);
 	}
 	if (deadline < h->deadline)

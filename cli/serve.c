@@ -394,8 +394,8 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
-	/* One a refused connection, under attack thousands a second:
-	 * counted, and summed up at -v. */
+	/* A line per refused connection, thousands a second under
+	 * attack: counted instead, and summed up at -v. */
 	if (strstr(line, "connection limit") != NULL && the_server != NULL) {
 		pthread_mutex_lock(&the_server->stats);
 		the_server->refused_connections++;
@@ -636,14 +636,12 @@ on_job_drop(const char *name, void *aux, void *arg)
 static mhd_result
 answer_get(struct server *s, struct request *rq)
 {
-	char progress[JOBS_PROGRESS_MAX];
+	char progress[JOBS_PROGRESS_MAX], why[SR_MESSAGE_MAX];
 	struct MHD_Response **cached;
 	struct job *j;
 	const char *list;
 	size_t len;
 	mhd_result rc;
-
-	char why[SR_MESSAGE_MAX];
 	bool will_wait;
 	int64_t now = cli_now_ns();
 

@@ -132,10 +132,20 @@ expect_ring_of_8() {
 	run "$bin" serve --token-file "$T/absent"
 	[ "$status" -eq 2 ]
 	[[ $output == *"absent"*"No such file"* ]]
+	run "$bin" serve --max-client-connections 0
+	[ "$status" -eq 2 ]
+	[[ $output == *"--max-client-connections '0' is not a number from 1 to 1000000"* ]]
+	run "$bin" serve --max-client-jobs x
+	[ "$status" -eq 2 ]
+	[[ $output == *"--max-client-jobs 'x' is not a number from 1 to 1000000"* ]]
+	run "$bin" serve --request-timeout 1.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"--request-timeout '1.5' is not a whole number of seconds from 1 to 3600"* ]]
 	run "$bin" serve --help
 	[ "$status" -eq 0 ]
 	for opt in --listen --token-file --max-jobs --max-ranks --job-ttl \
-	    --max-connections --verbose --help; do
+	    --max-connections --max-client-connections --max-client-jobs \
+	    --lease --request-timeout --print-token --verbose --help; do
 		[[ $output == *"$opt"* ]]
 	done
 }
