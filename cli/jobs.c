@@ -7,8 +7,11 @@
  * world address pointers (calloc'd, so pages no rank touched cost no
  * memory), an open-addressing index from address to rank that grows with
  * the registrations, and, once complete, the list text every GET serves.
- * A registration taken back (DELETE, before the job is complete) frees
- * its rank, so the lowest free rank can move down again.
+ * A registration taken back (DELETE, before the job is complete) or
+ * lapsed (its rank stopped polling) frees its rank, so the lowest free
+ * rank can move down again.  Each job also holds a lease per rank and
+ * counts against the client that created it while it is live; the
+ * clients with live jobs are a second chained hash table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,15 @@
 #include "rendezvous.h"
 
 #define MISSING_SHOWN 16
+/* A complete job's lease of a rank that fetched the list. */
+#define FETCHED INT64_MIN
+
+/* A client (IP address) that created live jobs. */
+struct client {
+	struct client *next;
+	char name[48];
+	uint64_t jobs;
+};
 
 struct job {
 	struct job *next;	/* hash chain */
@@ -30,6 +42,11 @@ struct job {
 	char *list;		/* the served list, once complete */
 	size_t list_len;
 	int64_t touched;	/* the last registration */
+	int64_t *lease;		/* world entries: until when each lives */
+	int64_t next_lapse;	/* incomplete: no lease ends before this */
+	int64_t last_lease;	/* complete: no unfetched lease ends after */
+	uint64_t unfetched;	/* complete: ranks without the list yet */
+	struct client *owner;	/* counted against while live, or NULL */
 	void *aux;
 };
 
@@ -38,6 +55,7 @@ struct jobs {
 	void (*on_drop)(const char *name, void *aux, void *arg);
 	void *arg;
 	struct job **bucket;
+	struct client **clients;	/* nbuckets chains too */
 	size_t nbuckets;	/* a power of two */
 	size_t count;
 	struct jobs_waiter *waiters;
@@ -86,7 +104,9 @@ jobs_new(const struct jobs_limits *limits,
 	t->arg = arg;
 	while (n < limits->max_jobs && n < (1u << 16))
 		n *= 2;
-	if ((t->bucket = calloc(n, sizeof(*t->bucket))) == NULL) {
+	if ((t->bucket = calloc(n, sizeof(*t->bucket))) == NULL ||
+	    (t->clients = calloc(n, sizeof(*t->clients))) == NULL) {
+		free(t->bucket);
 		free(t);
 		return NULL;
 	}
@@ -94,9 +114,84 @@ jobs_new(const struct jobs_limits *limits,
 	return t;
 }
 
+/* ------------------------------------------------------------ clients */
+
+static struct client **
+client_link(struct jobs *t, const char *name)
+{
+	struct client **link = &t->clients[hash(name) & (t->nbuckets - 1)];
+
+	while (*link != NULL && strcmp((*link)->name, name) != 0)
+		link = &(*link)->next;
+	return link;
+}
+
+/* The live jobs name created. */
+static uint64_t
+client_jobs(struct jobs *t, const char *name)
+{
+	struct client *c = *client_link(t, name);
+
+	return c != NULL ? c->jobs : 0;
+}
+
+/* Counts j against client name (none when empty); -1 on ENOMEM. */
+static int
+client_count(struct jobs *t, struct job *j, const char *name)
+{
+	struct client **link, *c;
+
+	if (name[0] == '\0')
+		return 0;
+	link = client_link(t, name);
+	if ((c = *link) == NULL) {
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return -1;
+		snprintf(c->name, sizeof(c->name), "%s", name);
+		*link = c;
+	}
+	c->jobs++;
+	j->owner = c;
+	return 0;
+}
+
+/* j no longer counts against the client that created it. */
+static void
+client_uncount(struct jobs *t, struct job *j)
+{
+	struct client **link, *c = j->owner;
+
+	if (c == NULL)
+		return;
+	j->owner = NULL;
+	if (--c->jobs > 0)
+		return;
+	link = client_link(t, c->name);
+	*link = c->next;
+	free(c);
+}
+
+/* ------------------------------------------------------------- leases */
+
+static int64_t
+lease_from(const struct jobs *t, int64_t from)
+{
+	if (t->limits.lease_ns <= 0 || from > INT64_MAX - t->limits.lease_ns)
+		return INT64_MAX;
+	return from + t->limits.lease_ns;
+}
+
+/* Complete, and every rank has the list or stopped polling. */
+static bool
+finished(const struct job *j, int64_t now)
+{
+	return j->list != NULL && (j->unfetched == 0 || j->last_lease <= now);
+}
+
 static void
 job_free(struct jobs *t, struct job *j)
 {
+	client_uncount(t, j);
 	if (t->on_drop != NULL)
 		t->on_drop(j->name, j->aux, t->arg);
 	for (uint64_t i = 0; i < j->world; i++)
@@ -104,6 +199,7 @@ job_free(struct jobs *t, struct job *j)
 	free(j->addr);
 	free(j->index);
 	free(j->list);
+	free(j->lease);
 	free(j);
 }
 
@@ -120,6 +216,7 @@ jobs_free(struct jobs *t)
 			job_free(t, j);
 		}
 	free(t->bucket);
+	free(t->clients);
 	free(t);
 }
 
@@ -127,6 +224,37 @@ static bool
 expired(const struct jobs *t, const struct job *j, int64_t now)
 {
 	return now - j->touched >= t->limits.ttl_ns;
+}
+
+static void remove_rank(struct job *j, uint64_t rank);
+
+/*
+ * Takes the registrations whose lease passed out of an incomplete job,
+ * and stops counting a finished one against its creator.  Whether the
+ * job is left empty (the caller drops it).
+ */
+static bool
+job_age(struct jobs *t, struct job *j, int64_t now)
+{
+	int64_t next = INT64_MAX;
+
+	if (j->list != NULL) {
+		if (finished(j, now))
+			client_uncount(t, j);
+		return false;
+	}
+	if (j->next_lapse > now)
+		return false;
+	for (uint64_t r = 0; r < j->world; r++) {
+		if (j->addr[r] == NULL)
+			continue;
+		if (j->lease[r] <= now)
+			remove_rank(j, r);
+		else if (j->lease[r] < next)
+			next = j->lease[r];
+	}
+	j->next_lapse = next;
+	return j->present == 0;
 }
 
 size_t
@@ -138,7 +266,7 @@ jobs_sweep(struct jobs *t, int64_t now)
 		struct job **link = &t->bucket[b], *j;
 
 		while ((j = *link) != NULL) {
-			if (!expired(t, j, now)) {
+			if (!expired(t, j, now) && !job_age(t, j, now)) {
 				link = &j->next;
 				continue;
 			}
@@ -149,6 +277,27 @@ jobs_sweep(struct jobs *t, int64_t now)
 		}
 	}
 	return dropped;
+}
+
+/* Drops every finished job (all of them, so that which ones go does
+ * not depend on the hash); whether there is room for one more. */
+static bool
+reclaim(struct jobs *t, int64_t now)
+{
+	for (size_t b = 0; b < t->nbuckets; b++) {
+		struct job **link = &t->bucket[b], *j;
+
+		while ((j = *link) != NULL) {
+			if (!finished(j, now)) {
+				link = &j->next;
+				continue;
+			}
+			*link = j->next;
+			job_free(t, j);
+			t->count--;
+		}
+	}
+	return t->count < t->limits.max_jobs;
 }
 
 size_t
@@ -174,7 +323,7 @@ jobs_find(struct jobs *t, const char *name, int64_t now)
 	for (; (j = *link) != NULL; link = &j->next) {
 		if (strcmp(j->name, name) != 0)
 			continue;
-		if (!expired(t, j, now))
+		if (!expired(t, j, now) && !job_age(t, j, now))
 			return j;
 		*link = j->next;
 		job_free(t, j);
@@ -192,10 +341,13 @@ job_new(struct jobs *t, const char *name, uint64_t world, int64_t now)
 
 	if (j == NULL)
 		return NULL;
-	if ((j->addr = calloc(world, sizeof(*j->addr))) == NULL) {
+	if ((j->addr = calloc(world, sizeof(*j->addr))) == NULL ||
+	    (j->lease = calloc(world, sizeof(*j->lease))) == NULL) {
+		free(j->addr);
 		free(j);
 		return NULL;
 	}
+	j->next_lapse = INT64_MAX;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	j->world = world;
 	j->touched = now;
@@ -442,13 +594,13 @@ job_complete(struct job *j)
 }
 
 /* Drops a job that a failed first registration, or the last
- * registration taken back, left empty. */
+ * registration taken back, left empty; or any job, when always. */
 static void
-drop_if_empty(struct jobs *t, struct job *j)
+drop_if_empty(struct jobs *t, struct job *j, bool always)
 {
 	struct job **link = &t->bucket[hash(j->name) & (t->nbuckets - 1)];
 
-	if (j->present != 0)
+	if (j->present != 0 && !always)
 		return;
 	while (*link != j)
 		link = &(*link)->next;
@@ -458,7 +610,8 @@ drop_if_empty(struct jobs *t, struct job *j)
 }
 
 static enum jobs_result
-take_rank(struct job *j, const char *address, uint64_t rank, bool *completed)
+take_rank(struct job *j, const char *address, uint64_t rank, int64_t lease,
+    bool *completed)
 {
 	char *copy;
 
@@ -472,7 +625,15 @@ take_rank(struct job *j, const char *address, uint64_t rank, bool *completed)
 			return JOBS_NOMEM;
 		}
 		*completed = true;
+		j->unfetched = j->world;
+		j->last_lease = lease;
+		for (uint64_t i = 0; i < j->world; i++)
+			if (i != rank && j->lease[i] > j->last_lease)
+				j->last_lease = j->lease[i];
 	}
+	j->lease[rank] = lease;
+	if (lease < j->next_lapse)
+		j->next_lapse = lease;
 	j->addr[rank] = copy;
 	j->present++;
 	index_put(j->index, j->index_size, copy, rank);
@@ -481,18 +642,44 @@ take_rank(struct job *j, const char *address, uint64_t rank, bool *completed)
 	return JOBS_OK;
 }
 
+/* Whether client created as many live jobs as it may (after a sweep
+ * when it seems so). */
+static bool
+over_quota(struct jobs *t, const char *client, int64_t now)
+{
+	uint64_t max = t->limits.max_client_jobs;
+
+	if (max == 0 || client[0] == '\0' || client_jobs(t, client) < max)
+		return false;
+	jobs_sweep(t, now);
+	return client_jobs(t, client) >= max;
+}
+
+/* Whether the table has room for a new job, after a sweep and dropping
+ * finished jobs when it seems full. */
+static bool
+room(struct jobs *t, int64_t now)
+{
+	if (t->count < t->limits.max_jobs)
+		return true;
+	jobs_sweep(t, now);
+	return reclaim(t, now);
+}
+
 enum jobs_result
 jobs_register(struct jobs *t, const char *name,
     const struct jobs_registration *reg, int64_t now, int64_t *rank,
     int64_t *world, bool *completed, char *why, size_t why_size)
 {
 	struct job *j = jobs_find(t, name, now);
+	int64_t held, lease = lease_from(t, now);
 	enum jobs_result rc;
-	int64_t held;
 	uint64_t r;
 
 	*completed = false;
-	if (j == NULL) {
+	/* Every rank of a finished job has what it came for: this is a
+	 * rerun, which replaces it. */
+	if (j == NULL || finished(j, now)) {
 		if (reg->world <= 0) {
 			snprintf(why, why_size, "world is required for a new "
 			    "job");
@@ -511,15 +698,26 @@ jobs_register(struct jobs *t, const char *name,
 			    (long long)reg->world);
 			return JOBS_BAD;
 		}
-		if (t->count >= t->limits.max_jobs &&
-		    (jobs_sweep(t, now) == 0 ||
-		    t->count >= t->limits.max_jobs)) {
+		if (over_quota(t, reg->client, now)) {
+			snprintf(why, why_size, "%s created %llu jobs that are "
+			    "not finished, the limit for one client "
+			    "(--max-client-jobs); try again later", reg->client,
+			    (unsigned long long)client_jobs(t, reg->client));
+			return JOBS_QUOTA;
+		}
+		/* Found again: the sweep may have dropped it. */
+		if ((j = jobs_find(t, name, now)) != NULL)
+			drop_if_empty(t, j, true);
+		if (!room(t, now)) {
 			snprintf(why, why_size, "too many jobs (the limit is "
 			    "%llu); try again later",
 			    (unsigned long long)t->limits.max_jobs);
 			return JOBS_FULL;
 		}
-		if ((j = job_new(t, name, (uint64_t)reg->world, now)) == NULL) {
+		if ((j = job_new(t, name, (uint64_t)reg->world, now)) == NULL ||
+		    client_count(t, j, reg->client) != 0) {
+			if (j != NULL)
+				drop_if_empty(t, j, true);
 			snprintf(why, why_size, "out of memory");
 			return JOBS_NOMEM;
 		}
@@ -544,6 +742,14 @@ jobs_register(struct jobs *t, const char *name,
 			return JOBS_CONFLICT;
 		}
 		j->touched = now;
+		if (j->list == NULL && lease > j->lease[held])
+			j->lease[held] = lease;
+		else if (j->list != NULL && j->lease[held] != FETCHED &&
+		    lease > j->lease[held]) {
+			j->lease[held] = lease;
+			if (lease > j->last_lease)
+				j->last_lease = lease;
+		}
 		*rank = held;
 		return JOBS_OK;
 	}
@@ -557,9 +763,10 @@ jobs_register(struct jobs *t, const char *name,
 		    (unsigned long long)r, j->addr[r]);
 		return JOBS_CONFLICT;
 	}
-	if ((rc = take_rank(j, reg->address, r, completed)) != JOBS_OK) {
+	if ((rc = take_rank(j, reg->address, r, lease, completed)) !=
+	    JOBS_OK) {
 		snprintf(why, why_size, "out of memory");
-		drop_if_empty(t, j);
+		drop_if_empty(t, j, false);
 		return rc;
 	}
 	j->touched = now;
@@ -586,15 +793,51 @@ jobs_unregister(struct jobs *t, const char *name, const char *address,
 		snprintf(why, why_size, "job %s is complete", j->name);
 		return JOBS_CONFLICT;
 	}
-	index_remove(j, (uint64_t)held);
-	free(j->addr[held]);
-	j->addr[held] = NULL;
-	j->present--;
-	if ((uint64_t)held < j->lowest_free)
-		j->lowest_free = (uint64_t)held;
+	remove_rank(j, (uint64_t)held);
 	*rank = held;
-	drop_if_empty(t, j);
+	drop_if_empty(t, j, false);
 	return JOBS_OK;
+}
+
+enum jobs_result
+jobs_poll(struct jobs *t, const char *name, const char *address,
+    int64_t now, int64_t until, char *why, size_t why_size)
+{
+	struct job *j = jobs_find(t, name, now);
+	int64_t held = j != NULL ? index_find(j, address) : -1, lease;
+	char shown[SR_ADDR_MAX];
+
+	if (j != NULL && j->list != NULL) {
+		if (held >= 0 && j->lease[held] != FETCHED) {
+			j->lease[held] = FETCHED;
+			j->unfetched--;
+			if (finished(j, now))
+				client_uncount(t, j);
+		}
+		return JOBS_OK;
+	}
+	if (held < 0) {
+		snprintf(why, why_size, "%s holds no rank in job %s: its "
+		    "registration lapsed or was taken back; register again",
+		    jobs_printable(address, shown, sizeof(shown)), name);
+		return JOBS_MISSING;
+	}
+	lease = lease_from(t, until > now ? until : now);
+	if (lease > j->lease[held])
+		j->lease[held] = lease;
+	return JOBS_OK;
+}
+
+/* Frees rank's registration in an incomplete job. */
+static void
+remove_rank(struct job *j, uint64_t rank)
+{
+	index_remove(j, rank);
+	free(j->addr[rank]);
+	j->addr[rank] = NULL;
+	j->present--;
+	if (rank < j->lowest_free)
+		j->lowest_free = rank;
 }
 
 /* ----------------------------------------------------------- reading */
@@ -708,4 +951,10 @@ size_t
 jobs_waiting(const struct jobs *t)
 {
 	return t->nwaiting;
+}
+
+struct jobs_waiter *
+jobs_waiters(const struct jobs *t)
+{
+	return t->waiters;
 }

@@ -25,6 +25,10 @@ struct jobs_limits {
 	uint64_t max_ranks;	/* the largest world a job may have */
 	int64_t ttl_ns;		/* a job expires this long after its last
 				 * registration */
+	int64_t lease_ns;	/* a registration lapses this long after its
+				 * rank's last request (0: never) */
+	uint64_t max_client_jobs;	/* live jobs one client may have
+					 * created (0: no limit) */
 };
 
 /* One rank's registration: what a POST body says (-1 = not given); a
@@ -33,6 +37,9 @@ struct jobs_registration {
 	char address[SR_ADDR_MAX];
 	int64_t world;
 	int64_t rank;
+	/* Who sent it (the client's IP address, filled by the caller):
+	 * what --max-client-jobs counts; empty counts for no one. */
+	char client[48];
 };
 
 /* What jobs_register and jobs_unregister did; serve.c maps these to
@@ -44,7 +51,8 @@ enum jobs_result {
 	JOBS_CONFLICT,		/* 409: world differs, rank held, done */
 	JOBS_FULL,		/* 503: too many jobs */
 	JOBS_NOMEM,		/* 503: out of memory */
-	JOBS_MISSING		/* 404: the address holds no rank there */
+	JOBS_MISSING,		/* 404: the address holds no rank there */
+	JOBS_QUOTA		/* 429: the client created too many jobs */
 };
 
 struct jobs;
@@ -72,8 +80,22 @@ int jobs_parse_registration(const char *body, size_t len,
     struct jobs_registration *reg, char *why, size_t why_size);
 
 /*
+ * Leases.  With limits.lease_ns > 0 a registration lives while its rank
+ * polls: each registration, and each jobs_poll naming its address,
+ * extends it; one whose lease passed before the job completed is taken
+ * out as by jobs_unregister (and a job left with none is dropped), so a
+ * rank that was killed leaves no dead address for a rerun.  A complete
+ * job is finished once every rank fetched its list (jobs_poll) or
+ * stopped polling: it still answers GETs until it expires or the table
+ * is full (then every finished job is dropped), a new registration
+ * starts the job afresh, and it no longer counts against its creator's
+ * --max-client-jobs.
+ */
+
+/*
  * Registers reg->address in job name at time now, creating the job when
- * it does not exist (reg->world is then required).  The rank is reg->rank,
+ * it does not exist, or starting it afresh when it is finished
+ * (reg->world is then required).  The rank is reg->rank,
  * or the lowest free one; the same address registered again gets the same
  * rank back.  On JOBS_OK *rank and *world are filled and *completed is
  * true when this registration completed the job; otherwise why says what
@@ -82,6 +104,18 @@ int jobs_parse_registration(const char *body, size_t len,
 enum jobs_result jobs_register(struct jobs *t, const char *name,
     const struct jobs_registration *reg, int64_t now, int64_t *rank,
     int64_t *world, bool *completed, char *why, size_t why_size);
+
+/*
+ * The rank at address polls job name at time now and waits (or is
+ * answered) until until: an incomplete job's registration then lives at
+ * least until until plus the lease; in a complete job the rank has the
+ * list now.  JOBS_OK, or JOBS_MISSING (why filled) when the job is
+ * incomplete or gone and address holds no rank in it: the rank must
+ * register again.
+ */
+enum jobs_result jobs_poll(struct jobs *t, const char *name,
+    const char *address, int64_t now, int64_t until, char *why,
+    size_t why_size);
 
 /*
  * Takes address's registration out of job name at time now, so that a
@@ -143,7 +177,15 @@ size_t jobs_waiting(const struct jobs *t);
  * cut with "..." to fit size.  Returns out. */
 const char *jobs_printable(const char *text, char *out, size_t size);
 
-/* Drops jobs whose ttl has passed; returns how many. */
+/* The waiters, most recent first (iterate with ->next); the caller
+ * may not change the list while it iterates. */
+struct jobs_waiter *jobs_waiters(const struct jobs *t);
+
+/*
+ * Drops jobs whose ttl has passed, takes lapsed registrations out of
+ * incomplete jobs (dropping those left empty) and notes jobs that
+ * finished; returns how many jobs it dropped.
+ */
 size_t jobs_sweep(struct jobs *t, int64_t now);
 /* How many jobs the table holds. */
 size_t jobs_count(const struct jobs *t);

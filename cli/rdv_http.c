@@ -4,10 +4,13 @@
  *
  * publish POSTs "address=HOST:PORT" (with "world=N" and "rank=R" when
  * known) to the URL and learns the rank the server assigned; wait
- * long-polls GET URL?wait=S until the answer is 200 and a complete list
- * (the protocol is described at the top of serve.c).  Refused
- * connections, timeouts and 5xx answers are retried with backoff until
- * the rendezvous deadline; 4xx answers fail at once.  A server that
+ * long-polls GET URL?wait=S&address=HOST:PORT until the answer is 200
+ * and a complete list (the protocol is described at the top of serve.c):
+ * naming its address keeps its registration alive while it waits, and a
+ * 410 (the registration lapsed, say while the server was unreachable)
+ * registers it again with the same rank.  Refused connections,
+ * timeouts, 429 and 5xx answers are retried with backoff until the
+ * rendezvous deadline; other 4xx answers fail at once.  A server that
  * answers the POST with 404, 405 or 501 serves a static file (python3 -m
  * http.server, nginx): nothing is published and the file is the list.
  * A rank that registered and then fails before the ring forms (done is
@@ -92,6 +95,8 @@ const struct rendezvous_backend rendezvous_http = { "http", http_preload,
 /* The first attempt gets at least this (ms), past the deadline too: a
  * dry run (timeout 0) looks once. */
 #define FIRST_TRY_MS 2000
+/* What a poll adds to the URL, at most. */
+#define POLL_EXTRA (32 + 3 * SR_ADDR_MAX)
 /* Taking a registration back is worth this much of a failing rank's
  * exit (ms), connecting included. */
 #define WITHDRAW_MS 1000
@@ -108,6 +113,7 @@ struct http {
 	bool registered;		/* the server gave this address a rank */
 	bool done;			/* the ring formed */
 	char address[SR_ADDR_MAX];	/* what was registered */
+	int64_t rank;			/* the rank it holds */
 	char said[SNIPPET_MAX + 8];	/* the server's last "not yet" */
 	char failure[CURL_ERROR_SIZE + SNIPPET_MAX + 64];
 	char errbuf[CURL_ERROR_SIZE];
@@ -568,6 +574,7 @@ http_publish(struct rendezvous *r, const char *address, int64_t *rank,
 			rc = assigned(h, &b, rank, world, err);
 			if (rc == 0) {
 				h->registered = true;
+				h->rank = *rank;
 				snprintf(h->address, sizeof(h->address), "%s",
 				    address);
 			}
@@ -578,7 +585,7 @@ http_publish(struct rendezvous *r, const char *address, int64_t *rank,
 			cli_status("%s answered POST with %ld: reading it as a "
 			    "static address list", h->shown, status);
 			rc = 0;
-		} else if (rc == 0 && status >= 500) {
+		} else if (rc == 0 && (status >= 500 || status == 429)) {
 			unavailable(h, status, &b);
 			rc = 1;
 		} else if (rc == 0) {
@@ -636,6 +643,51 @@ got_list(struct http *h, const struct body *b, int64_t world,
 	return 1;
 }
 
+/* The GET: URL?wait=S&address=HOST:PORT (each part when it applies). */
+static void
+poll_url(struct rendezvous *r, struct http *h, long wait, char *url,
+    size_t size)
+{
+	char sep = strchr(r->source, '?') != NULL ? '&' : '?';
+	char *escaped = NULL;
+	size_t n;
+
+	n = (size_t)snprintf(url, size, "%s", r->source);
+	if (wait > 0 && n < size) {
+		n += (size_t)snprintf(url + n, size - n, "%cwait=%ld", sep,
+		    wait);
+		sep = '&';
+	}
+	if (h->registered && !h->is_static && n < size &&
+	    (escaped = curl_easy_escape(h->curl, h->address, 0)) != NULL)
+		snprintf(url + n, size - n, "%caddress=%s", sep, escaped);
+	curl_free(escaped);
+}
+
+/*
+ * A 410 to a poll: the server let this rank's registration lapse (it
+ * did not hear from it for a while).  Registers again, asking for the
+ * same rank: 2 to poll again at once, or -1 with err.
+ */
+static int
+register_again(struct rendezvous *r, struct http *h, const struct body *gone,
+    struct sr_error *err)
+{
+	char text[SNIPPET_MAX + 8], address[SR_ADDR_MAX];
+	int64_t rank = h->rank;
+	bool tried = h->tried;
+	int rc;
+
+	snippet(gone->data, gone->len, text, sizeof(text));
+	cli_status("%s: %s; registering %s again as rank %lld", h->shown,
+	    text, h->address, (long long)rank);
+	snprintf(address, sizeof(address), "%s", h->address);
+	h->registered = false;
+	rc = http_publish(r, address, &rank, h->world, err);
+	h->tried = tried;
+	return rc < 0 ? -1 : 2;
+}
+
 static int
 http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
@@ -649,9 +701,10 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 
 	if (h == NULL)
 		return -1;
-	if (strlen(r->source) + 16 > sizeof(url)) {
+	/* Room for "?wait=S" and "&address=" with an escaped address. */
+	if (strlen(r->source) + POLL_EXTRA > sizeof(url)) {
 		rdv_error(err, SR_ECONFIG, "the URL %.60s... is longer than "
-		    "%zu bytes", h->shown, sizeof(url) - 16);
+		    "%zu bytes", h->shown, sizeof(url) - POLL_EXTRA);
 		return config_error(err);
 	}
 	if (deadline < h->deadline)
@@ -667,11 +720,7 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		wait = h->is_static || left < 2000 ? 0 : (left - 1000) / 1000;
 		if (wait > LONG_POLL_S)
 			wait = LONG_POLL_S;
-		if (wait > 0)
-			snprintf(url, sizeof(url), "%s%cwait=%ld", r->source,
-			    strchr(r->source, '?') != NULL ? '&' : '?', wait);
-		else
-			snprintf(url, sizeof(url), "%s", r->source);
+		poll_url(r, h, wait, url, sizeof(url));
 		rc = exchange(h, url, NULL, LIST_MAX, &b, &status, err);
 		if (rc < 0)
 			return -1;
@@ -682,7 +731,10 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			h->failure[0] = '\0';
 			delay = BACKOFF_FIRST_MS;
 			rc = wait > 0 ? 2 : 1;
-		} else if (rc == 0 && (status >= 500 ||
+		} else if (rc == 0 && status == 410 && h->registered &&
+		    !h->is_static) {
+			rc = register_again(r, h, &b, err);
+		} else if (rc == 0 && (status >= 500 || status == 429 ||
 		    (status == 404 && h->is_static))) {
 			/* A static list may not be there yet, as with a
 			 * file that does not exist yet. */

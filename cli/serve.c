@@ -17,8 +17,10 @@
  *                      --max-ranks; 409 "world size 4 differs from the
  *                      job's 3", "rank 2 is held by 127.0.0.1:5000",
  *                      "127.0.0.1:5000 already holds rank 1", "job NAME
- *                      is complete"; 413 body over 4 KiB; 503 too many
- *                      jobs (--max-jobs) or out of memory.
+ *                      is complete"; 413 body over 4 KiB; 429 the client
+ *                      created --max-client-jobs jobs that are not
+ *                      finished; 503 too many jobs (--max-jobs) or out
+ *                      of memory.
  *   DELETE /jobs/NAME  body: "address=HOST:PORT" only, read as a POST's.
  *                      Takes that address's registration back while the
  *                      job is not complete: 200 "removed rank R"; rank R
@@ -30,7 +32,7 @@
  *                      400 and 413 as for POST.  Ranks send it when they
  *                      fail before the ring forms, so that a rerun of
  *                      the job does not get their dead address.
- *   GET /jobs/NAME[?wait=SECONDS]
+ *   GET /jobs/NAME[?wait=SECONDS][&address=HOST:PORT]
  *                      200 once the job is complete: a comment line
  *                      "# silvic-ring job NAME, world N", then each
  *                      rank's address in rank order, one host:port a
@@ -40,14 +42,27 @@
  *                      registered yet ("not yet: 0 of ? ranks"); GET
  *                      creates nothing.  With wait=S (0-60, decimals
  *                      allowed, more is 60) the answer waits until the
- *                      job completes or S seconds pass.  HEAD as GET.
+ *                      job completes or S seconds pass.  With
+ *                      address= (what ranks send), the rank registered
+ *                      at that address polls: its registration lives
+ *                      on, or it has the list; 410 "HOST:PORT holds no
+ *                      rank in job NAME: ..." while the job is
+ *                      incomplete and the address holds no rank (its
+ *                      registration lapsed): register again.  HEAD as
+ *                      GET.
  *   NAME is 1-128 of [A-Za-z0-9._-], else 400.  Other paths 404; other
  *   methods on /jobs/NAME 405.  With --token-file every request needs
  *   "Authorization: Bearer SECRET", else 401.  A GET waiting when the
  *   server stops gets 503 "the server is stopping".  Bodies are
  *   text/plain and end with a newline.
  *
- * A job expires --job-ttl seconds after its last registration.  Waiting
+ * A registration lapses --lease seconds after its rank's last request
+ * (a waiting GET counts until its deadline), at once when the
+ * connection of its waiting GET closes; a complete job is finished once
+ * each rank fetched the list (see jobs.h).  A job expires --job-ttl
+ * seconds after its last registration.  A client (IP address) holds at
+ * most --max-client-connections connections, and each connection must
+ * deliver each request within --request-timeout seconds.  Waiting
  * requests are suspended (they hold no thread), resumed all at once when
  * their job completes, or one by one at their deadline by the main
  * thread's tick, which also sweeps expired jobs.  One mutex guards the
@@ -76,6 +91,7 @@
 #include <microhttpd.h>
 
 #include "jobs.h"
+#include "serve_conns.h"
 #endif
 
 enum {
@@ -84,7 +100,12 @@ enum {
 	OPT_MAX_JOBS,
 	OPT_MAX_RANKS,
 	OPT_JOB_TTL,
-	OPT_MAX_CONNECTIONS
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_CLIENT_CONNECTIONS,
+	OPT_MAX_CLIENT_JOBS,
+	OPT_LEASE,
+	OPT_REQUEST_TIMEOUT,
+	OPT_PRINT_TOKEN
 };
 
 const char usage_serve[] =
@@ -108,6 +129,18 @@ const char usage_serve[] =
 "      --job-ttl SECONDS    drop a job this long after its last\n"
 "                           registration (default 3600)\n"
 "      --max-connections N  open connections at once (default 4096)\n"
+"      --max-client-connections N\n"
+"                           open connections from one IP address (default\n"
+"                           256); more are closed at once\n"
+"      --max-client-jobs N  jobs one IP address may have created that are\n"
+"                           not finished (default 64); more get 429\n"
+"      --lease SECONDS      a registration lapses this long after its rank\n"
+"                           stopped polling (default 6)\n"
+"      --request-timeout SECONDS\n"
+"                           close a connection that takes longer to send a\n"
+"                           request, or stays idle longer (default 10)\n"
+"      --print-token        print the bearer token ranks derive from the\n"
+"                           --token-file key (for curl), then exit\n"
 "  -v, --verbose            status lines on stderr (-vv: each registration)\n"
 "  -h, --help               this text\n";
 
@@ -119,7 +152,9 @@ struct serve_options {
 	char host[256], port[8];	/* --listen split */
 	const char *token_file;
 	uint64_t max_jobs, max_ranks, max_connections;
-	double ttl;
+	uint64_t max_client_connections, max_client_jobs, request_timeout;
+	double ttl, lease;
+	bool print_token;
 };
 
 /* HOST:PORT or [V6]:PORT into o->host and o->port. */
@@ -158,6 +193,14 @@ parse_options(int argc, char **argv, struct serve_options *o)
 		{ "job-ttl", required_argument, NULL, OPT_JOB_TTL },
 		{ "max-connections", required_argument, NULL,
 		    OPT_MAX_CONNECTIONS },
+		{ "max-client-connections", required_argument, NULL,
+		    OPT_MAX_CLIENT_CONNECTIONS },
+		{ "max-client-jobs", required_argument, NULL,
+		    OPT_MAX_CLIENT_JOBS },
+		{ "lease", required_argument, NULL, OPT_LEASE },
+		{ "request-timeout", required_argument, NULL,
+		    OPT_REQUEST_TIMEOUT },
+		{ "print-token", no_argument, NULL, OPT_PRINT_TOKEN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -169,6 +212,11 @@ parse_options(int argc, char **argv, struct serve_options *o)
 	o->max_jobs = 1024;
 	o->max_ranks = 65536;
 	o->max_connections = 4096;
+	o->max_client_connections = 256;
+	o->max_client_jobs = 64;
+	o->request_timeout = 10;
+	o->lease = 6;
+	o->print_token = false;
 	o->ttl = 3600;
 	opterr = 0;
 	optind = 1;
@@ -211,6 +259,37 @@ parse_options(int argc, char **argv, struct serve_options *o)
 				    "--max-connections '%s' is not a number "
 				    "from 1 to 1000000", optarg);
 			break;
+		case OPT_MAX_CLIENT_CONNECTIONS:
+			if (cli_parse_uint(optarg, 1, 1000000,
+				&o->max_client_connections) != 0)
+				return cli_usage_error("serve: "
+				    "--max-client-connections '%s' is not a "
+				    "number from 1 to 1000000", optarg);
+			break;
+		case OPT_MAX_CLIENT_JOBS:
+			if (cli_parse_uint(optarg, 1, 1000000,
+				&o->max_client_jobs) != 0)
+				return cli_usage_error("serve: --max-client-jobs "
+				    "'%s' is not a number from 1 to 1000000",
+				    optarg);
+			break;
+		case OPT_LEASE:
+			if (cli_parse_seconds(optarg, &o->lease) != 0 ||
+			    o->lease <= 0 || o->lease > 86400)
+				return cli_usage_error("serve: --lease '%s' is "
+				    "not a positive number of seconds up to 86400",
+				    optarg);
+			break;
+		case OPT_REQUEST_TIMEOUT:
+			if (cli_parse_uint(optarg, 1, 3600,
+				&o->request_timeout) != 0)
+				return cli_usage_error("serve: --request-timeout "
+				    "'%s' is not a whole number of seconds from "
+				    "1 to 3600", optarg);
+			break;
+		case OPT_PRINT_TOKEN:
+			o->print_token = true;
+			break;
 		case ':':
 			return cli_usage_error("serve: %s needs a value",
 			    argv[optind - 1]);
@@ -222,6 +301,9 @@ parse_options(int argc, char **argv, struct serve_options *o)
 	if (optind < argc)
 		return cli_usage_error("serve: unexpected argument '%s'",
 		    argv[optind]);
+	if (o->print_token && o->token_file == NULL)
+		return cli_usage_error("serve: --print-token needs --token-file "
+		    "(the ranks' --key-file)");
 	return split_listen(o);
 }
 
@@ -253,9 +335,13 @@ typedef enum MHD_Result mhd_result;
 #define TICK_MS 20
 #define SWEEP_TICKS 50
 #define WAIT_MAX_S 60.0
-/* Idle keep-alive connections close after this (s); waiting ones are
- * suspended and never idle. */
-#define IDLE_TIMEOUT_S 90
+/* How often (ticks) the main thread looks for waiting requests whose
+ * client went away and for connections past --request-timeout, and how
+ * often (ticks) it sums up at -v what it refused. */
+#define CHECK_TICKS 5
+#define REPORT_TICKS 250
+/* At -v, error answers shown one by one per report period. */
+#define ERRORS_SHOWN 10
 /* A chunked body over JOBS_BODY_MAX is read and dropped up to this,
  * then the connection is closed. */
 #define DISCARD_MAX (1u << 20)
@@ -271,6 +357,7 @@ struct request {
 	char *body;		/* POST, DELETE: JOBS_BODY_MAX bytes */
 	size_t len;
 	double wait;		/* GET: ?wait= seconds */
+	char address[SR_ADDR_MAX];	/* GET: ?address=, or empty */
 };
 
 struct server {
@@ -281,9 +368,19 @@ struct server {
 	bool stopping;
 	char *bearer;		/* "Bearer SECRET", or NULL */
 	size_t bearer_len;
-	/* "Bearer TOKEN" derived from the file as a ring key, or empty. */
-	char derived[7 + 65];
+	/* "Bearer TOKEN" derived from the file as a ring key (the file
+	 * less one trailing newline, less all of them), or empty. */
+	char derived[2][7 + 65];
+	struct serve_conns *conns;	/* for --request-timeout */
+	/* What -v sums up every REPORT_TICKS: under lock, and the rest
+	 * under stats (libmicrohttpd may log while lock is held). */
+	unsigned long late_connections, lapsed;
+	pthread_mutex_t stats;
+	unsigned long refused_connections, errors_shown, errors_hidden;
 };
+
+/* The server, for the libmicrohttpd log callback. */
+static struct server *the_server;
 
 /* ------------------------------------------------------------- helpers */
 
@@ -297,6 +394,14 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	/* A line per refused connection, thousands a second under
+	 * attack: counted instead, and summed up at -v. */
+	if (strstr(line, "connection limit") != NULL && the_server != NULL) {
+		pthread_mutex_lock(&the_server->stats);
+		the_server->refused_connections++;
+		pthread_mutex_unlock(&the_server->stats);
+		return;
+	}
 	cli_debug("libmicrohttpd: %s", line);
 }
 
@@ -311,6 +416,26 @@ peer_name(struct MHD_Connection *c, char *buf, size_t size)
 	    sizeof(struct sockaddr_in6), buf, (socklen_t)size, NULL, 0,
 	    NI_NUMERICHOST) != 0)
 		snprintf(buf, size, "?");
+}
+
+/* Whether an error answer may be shown at -v: the first ERRORS_SHOWN
+ * of each report period are, the rest are counted. */
+static bool
+error_shown(void)
+{
+	struct server *s = the_server;
+	bool shown;
+
+	if (s == NULL)
+		return true;
+	pthread_mutex_lock(&s->stats);
+	shown = s->errors_shown < ERRORS_SHOWN;
+	if (shown)
+		s->errors_shown++;
+	else
+		s->errors_hidden++;
+	pthread_mutex_unlock(&s->stats);
+	return shown;
 }
 
 static mhd_result
@@ -336,7 +461,8 @@ reply(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
 		n = (int)sizeof(text) - 2;
 	text[n++] = '\n';
 	text[n] = '\0';
-	if (status >= 400 && status != 401 && cli_verbosity >= 1) {
+	if (status >= 400 && status != 401 && cli_verbosity >= 1 &&
+	    error_shown()) {
 		char from[INET6_ADDRSTRLEN];
 
 		peer_name(c, from, sizeof(from));
@@ -382,16 +508,17 @@ authorized(const struct server *s, struct MHD_Connection *c)
 {
 	const char *given = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
-	bool text, derived;
+	bool text, derived = false;
 
-	if (s->bearer == NULL && s->derived[0] == '\0')
+	if (s->bearer == NULL && s->derived[0][0] == '\0')
 		return true;
 	if (given == NULL)
 		return false;
 	text = s->bearer != NULL && same_secret(given, s->bearer,
 	    s->bearer_len);
-	derived = s->derived[0] != '\0' && same_secret(given, s->derived,
-	    strlen(s->derived));
+	for (int i = 0; i < 2; i++)
+		derived |= s->derived[i][0] != '\0' && same_secret(given,
+		    s->derived[i], strlen(s->derived[i]));
 	return text || derived;
 }
 
@@ -412,6 +539,89 @@ resume(struct jobs_waiter *w, void *arg)
 	MHD_resume_connection(rq->conn);
 }
 
+/*
+ * Takes off the list every waiter (of job name; NULL: of any) whose
+ * client closed its connection, resumes it, and lapses the registration
+ * it polled for: a killed rank's address must not reach a list.  A
+ * suspended connection is not polled by libmicrohttpd, and its socket
+ * stays open until it is resumed, so its descriptor is safe to poll
+ * here (under s->lock).  Returns how many.
+ */
+static size_t
+drop_hung_up(struct server *s, const char *name)
+{
+	struct jobs_waiter *w, **which;
+	struct pollfd *pfd;
+	size_t n = 0, k = 0, dropped = 0;
+	int64_t rank;
+	char why[SR_MESSAGE_MAX];
+
+	for (w = jobs_waiters(s->jobs); w != NULL; w = w->next)
+		n += name == NULL || strcmp(w->job, name) == 0;
+	if (n == 0)
+		return 0;
+	pfd = calloc(n, sizeof(*pfd));
+	which = calloc(n, sizeof(*which));
+	if (pfd == NULL || which == NULL)
+		goto out;
+	for (w = jobs_waiters(s->jobs); w != NULL && k < n; w = w->next) {
+		struct request *rq = (struct request *)w;
+		const union MHD_ConnectionInfo *info;
+
+		if (name != NULL && strcmp(w->job, name) != 0)
+			continue;
+		info = MHD_get_connection_info(rq->conn,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (info == NULL)
+			continue;
+		pfd[k].fd = info->connect_fd;
+		pfd[k].events = POLLRDHUP;
+		which[k++] = w;
+	}
+	if (poll(pfd, k, 0) <= 0)
+		goto out;
+	for (size_t i = 0; i < k; i++) {
+		struct request *rq = (struct request *)which[i];
+
+		if (!(pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			continue;
+		jobs_unwait(s->jobs, which[i]);
+		dropped++;
+		if (rq->address[0] != '\0' && jobs_unregister(s->jobs,
+		    rq->w.job, rq->address, cli_now_ns(), &rank, why,
+		    sizeof(why)) == JOBS_OK) {
+			s->lapsed++;
+			cli_status("job %s: rank %lld (%s) lapsed: it closed "
+			    "its connection while waiting", rq->w.job,
+			    (long long)rank, rq->address);
+		}
+		resume(which[i], s);
+	}
+out:
+	free(pfd);
+	free(which);
+	return dropped;
+}
+
+/* Resumes the waiters of job name that poll for address (under
+ * s->lock). */
+static void
+wake_address(struct server *s, const char *name, const char *address)
+{
+	struct jobs_waiter *w, *next;
+
+	for (w = jobs_waiters(s->jobs); w != NULL; w = next) {
+		struct request *rq = (struct request *)w;
+
+		next = w->next;
+		if (strcmp(w->job, name) != 0 ||
+		    strcmp(rq->address, address) != 0)
+			continue;
+		jobs_unwait(s->jobs, w);
+		resume(w, s);
+	}
+}
+
 static void
 on_job_drop(const char *name, void *aux, void *arg)
 {
@@ -426,12 +636,14 @@ on_job_drop(const char *name, void *aux, void *arg)
 static mhd_result
 answer_get(struct server *s, struct request *rq)
 {
-	char progress[JOBS_PROGRESS_MAX];
+	char progress[JOBS_PROGRESS_MAX], why[SR_MESSAGE_MAX];
 	struct MHD_Response **cached;
 	struct job *j;
 	const char *list;
 	size_t len;
 	mhd_result rc;
+	bool will_wait;
+	int64_t now = cli_now_ns();
 
 	pthread_mutex_lock(&s->lock);
 	if (rq->at_stop) {
@@ -439,7 +651,14 @@ answer_get(struct server *s, struct request *rq)
 		return reply(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the "
 		    "server is stopping");
 	}
-	j = jobs_find(s->jobs, rq->w.job, cli_now_ns());
+	will_wait = !rq->resumed && rq->wait > 0 && !s->stopping;
+	if (rq->address[0] != '\0' && jobs_poll(s->jobs, rq->w.job,
+	    rq->address, now, will_wait ? now + (int64_t)(rq->wait * 1e9) :
+	    now, why, sizeof(why)) != JOBS_OK) {
+		pthread_mutex_unlock(&s->lock);
+		return reply(rq->conn, MHD_HTTP_GONE, "%s", why);
+	}
+	j = jobs_find(s->jobs, rq->w.job, now);
 	if (j != NULL && (list = job_list(j, &len)) != NULL) {
 		/* One response per job, shared by every GET (MHD counts
 		 * its references): the list is copied once, not per rank. */
@@ -458,8 +677,8 @@ answer_get(struct server *s, struct request *rq)
 		pthread_mutex_unlock(&s->lock);
 		return rc;
 	}
-	if (!rq->resumed && rq->wait > 0 && !s->stopping) {
-		jobs_wait(s->jobs, &rq->w, rq->w.job, cli_now_ns() +
+	if (will_wait) {
+		jobs_wait(s->jobs, &rq->w, rq->w.job, now +
 		    (int64_t)(rq->wait * 1e9));
 		MHD_suspend_connection(rq->conn);
 		cli_debug("job %s: a request waits up to %gs", rq->w.job,
@@ -480,6 +699,7 @@ static const unsigned int jobs_status[] = {
 	[JOBS_FULL] = MHD_HTTP_SERVICE_UNAVAILABLE,
 	[JOBS_NOMEM] = MHD_HTTP_SERVICE_UNAVAILABLE,
 	[JOBS_MISSING] = MHD_HTTP_NOT_FOUND,
+	[JOBS_QUOTA] = MHD_HTTP_TOO_MANY_REQUESTS,
 };
 
 static mhd_result
@@ -490,6 +710,8 @@ answer_post(struct server *s, struct request *rq)
 	char why[SR_MESSAGE_MAX];
 	int64_t rank, world;
 	bool completed;
+	struct job *j;
+	size_t len;
 
 	if (rq->len > JOBS_BODY_MAX)
 		return reply(rq->conn, 413, "the body is larger than %d bytes",
@@ -497,7 +719,13 @@ answer_post(struct server *s, struct request *rq)
 	if (jobs_parse_registration(rq->body, rq->len, &reg, why,
 		sizeof(why)) != 0)
 		return reply(rq->conn, MHD_HTTP_BAD_REQUEST, "%s", why);
+	peer_name(rq->conn, reg.client, sizeof(reg.client));
 	pthread_mutex_lock(&s->lock);
+	/* The last rank in: first drop the ranks whose client went away,
+	 * so that no list goes out with a dead address. */
+	if ((j = jobs_find(s->jobs, rq->w.job, cli_now_ns())) != NULL &&
+	    job_list(j, &len) == NULL && job_present(j) + 1 >= job_world(j))
+		drop_hung_up(s, rq->w.job);
 	res = jobs_register(s->jobs, rq->w.job, &reg, cli_now_ns(), &rank,
 	    &world, &completed, why, sizeof(why));
 	if (completed)
@@ -535,6 +763,9 @@ answer_delete(struct server *s, struct request *rq)
 	pthread_mutex_lock(&s->lock);
 	res = jobs_unregister(s->jobs, rq->w.job, reg.address, cli_now_ns(),
 	    &rank, why, sizeof(why));
+	/* The rank at that address, if it still waits, hears 410 now. */
+	if (res == JOBS_OK)
+		wake_address(s, rq->w.job, reg.address);
 	pthread_mutex_unlock(&s->lock);
 	if (res != JOBS_OK)
 		return reply(rq->conn, jobs_status[res], "%s", why);
@@ -552,7 +783,7 @@ static mhd_result
 start_request(struct server *s, struct MHD_Connection *c, const char *url,
     const char *method, struct request **out)
 {
-	const char *length, *wait_text, *name;
+	const char *length, *wait_text, *name, *address;
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	bool remove = strcmp(method, "DELETE") == 0;
 	struct request *rq;
@@ -598,6 +829,12 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 		if (wait > WAIT_MAX_S)
 			wait = WAIT_MAX_S;
 	}
+	address = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+	    "address");
+	if (get && address != NULL && strlen(address) >= sizeof(rq->address))
+		return reply(c, MHD_HTTP_BAD_REQUEST, "address '%s' is not "
+		    "host:port", jobs_printable(address, shown,
+		    sizeof(shown)));
 	if ((rq = calloc(1, sizeof(*rq))) == NULL ||
 	    (!get && (rq->body = malloc(JOBS_BODY_MAX)) == NULL)) {
 		free(rq);
@@ -607,7 +844,11 @@ start_request(struct server *s, struct MHD_Connection *c, const char *url,
 	rq->upload = !get;
 	rq->remove = remove;
 	rq->wait = wait;
+	if (get && address != NULL)
+		snprintf(rq->address, sizeof(rq->address), "%s", address);
 	snprintf(rq->w.job, sizeof(rq->w.job), "%s", name);
+	if (get)
+		serve_conns_busy(s->conns, c, true);
 	*out = rq;
 	/* Answering in this first call would make MHD close the
 	 * connection (an early answer); the next call answers. */
@@ -637,6 +878,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		*upload_size = 0;
 		return rq->len <= DISCARD_MAX ? MHD_YES : MHD_NO;
 	}
+	serve_conns_busy(s->conns, c, true);
 	return rq->remove ? answer_delete(s, rq) : answer_post(s, rq);
 }
 
@@ -647,6 +889,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct server *s = cls;
 	struct request *rq = *req_cls;
 
+	serve_conns_busy(s->conns, c, false);
 	if (rq == NULL)
 		return;
 	/* A request is never completed while suspended, so only those
@@ -690,26 +933,32 @@ read_secret(struct server *s, const char *path)
 		return cli_usage_error("serve: --token-file '%s' is larger "
 		    "than %d bytes", path, SECRET_MAX);
 	/* The file may be the ranks' --key-file (binary): they send a token
-	 * derived from it, trimmed as they trim it. */
+	 * derived from it, the key being the file less one trailing newline
+	 * (or, in older ranks, less all trailing CR and LF). */
 	{
 		size_t k = n;
 		char token[65];
 
+		if (k > 0 && buf[k - 1] == '\n')
+			k--;
+		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
+			snprintf(s->derived[0], sizeof(s->derived[0]),
+			    "Bearer %s", token);
 		while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
 			k--;
 		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
-			snprintf(s->derived, sizeof(s->derived), "Bearer %s",
-			    token);
+			snprintf(s->derived[1], sizeof(s->derived[1]),
+			    "Bearer %s", token);
 		explicit_bzero(token, sizeof(token));
 	}
 	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) != NULL)
 		n--;
-	if (n == 0 && s->derived[0] == '\0')
+	if (n == 0 && s->derived[0][0] == '\0')
 		return cli_usage_error("serve: --token-file '%s' is empty",
 		    path);
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
-			if (s->derived[0] != '\0') {
+			if (s->derived[0][0] != '\0') {
 				/* A binary key: only its token will do. */
 				explicit_bzero(buf, sizeof(buf));
 				return 0;
@@ -822,7 +1071,12 @@ start_daemon(struct server *s, int fd, const struct serve_options *o)
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned int)o->max_client_connections,
+	    /* A little after --request-timeout, which cuts (and counts)
+	     * idle connections first; this one catches stalled answers. */
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->request_timeout + 2,
+	    MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, s->conns,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -833,22 +1087,82 @@ start_daemon(struct server *s, int fd, const struct serve_options *o)
 
 /* ---------------------------------------------------------- the loop */
 
+/* At -v, every REPORT_TICKS: what was refused or cut since the last
+ * report (under s->lock). */
 static void
-run_until_signal(struct server *s)
+report(struct server *s, const struct serve_options *o)
+{
+	pthread_mutex_lock(&s->stats);
+	if (s->refused_connections > 0)
+		cli_status("closed %lu connection(s) at once in the last %ds: "
+		    "over --max-client-connections %llu from one address, or "
+		    "--max-connections %llu in all", s->refused_connections,
+		    REPORT_TICKS * TICK_MS / 1000,
+		    (unsigned long long)o->max_client_connections,
+		    (unsigned long long)o->max_connections);
+	if (s->late_connections > 0)
+		cli_status("closed %lu connection(s) in the last %ds that sent "
+		    "no complete request within --request-timeout %llus",
+		    s->late_connections, REPORT_TICKS * TICK_MS / 1000,
+		    (unsigned long long)o->request_timeout);
+	if (s->errors_hidden > 0)
+		cli_status("%lu more error answer(s) not shown in the last %ds",
+		    s->errors_hidden, REPORT_TICKS * TICK_MS / 1000);
+	if (s->lapsed > 0)
+		cli_status("%lu registration(s) lapsed in the last %ds: their "
+		    "ranks closed their connections while waiting", s->lapsed,
+		    REPORT_TICKS * TICK_MS / 1000);
+	s->refused_connections = s->late_connections = s->lapsed = 0;
+	s->errors_shown = s->errors_hidden = 0;
+	pthread_mutex_unlock(&s->stats);
+}
+
+static void
+run_until_signal(struct server *s, const struct serve_options *o)
 {
 	unsigned long ticks = 0;
 	size_t dropped;
+	int64_t now;
 
 	while (!cli_interrupted) {
 		poll(NULL, 0, TICK_MS);
 		pthread_mutex_lock(&s->lock);
-		jobs_take_waiters(s->jobs, NULL, cli_now_ns(), resume, s);
-		dropped = ++ticks % SWEEP_TICKS == 0 ?
-		    jobs_sweep(s->jobs, cli_now_ns()) : 0;
+		now = cli_now_ns();
+		jobs_take_waiters(s->jobs, NULL, now, resume, s);
+		if (++ticks % CHECK_TICKS == 0) {
+			drop_hung_up(s, NULL);
+			s->late_connections += serve_conns_cut_late(s->conns,
+			    now);
+		}
+		dropped = ticks % SWEEP_TICKS == 0 ?
+		    jobs_sweep(s->jobs, now) : 0;
+		if (ticks % REPORT_TICKS == 0)
+			report(s, o);
 		pthread_mutex_unlock(&s->lock);
 		if (dropped > 0)
-			cli_status("%zu job(s) expired", dropped);
+			cli_status("%zu job(s) expired or lapsed", dropped);
 	}
+}
+
+/*
+ * --print-token: the bearer token ranks derive from the key file, as
+ * curl sends it after "Authorization: Bearer ".  Never the key: a file
+ * too short to be a key is refused.
+ */
+static int
+print_token(const struct server *s, const char *path)
+{
+	if (s->derived[0][0] == '\0') {
+		cli_error("serve: --token-file '%s' is not a key (a key holds "
+		    "at least 16 bytes): its text is the bearer secret "
+		    "itself, and --print-token does not print secrets", path);
+		return EXIT_USAGE;
+	}
+	if (printf("%s\n", s->derived[0] + 7) < 0 || fflush(stdout) != 0) {
+		cli_error("serve: writing the token: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	return EXIT_OK;
 }
 
 /* Answers every waiter (503), then stops the daemon: MHD must not be
@@ -889,19 +1203,34 @@ cmd_serve(int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	if (o.token_file != NULL && (rc = read_secret(&s, o.token_file)) != 0)
 		return rc;
+	if (o.print_token) {
+		rc = print_token(&s, o.token_file);
+		explicit_bzero(s.derived, sizeof(s.derived));
+		if (s.bearer != NULL)
+			explicit_bzero(s.bearer, s.bearer_len);
+		free(s.bearer);
+		return rc;
+	}
 	limits.max_jobs = o.max_jobs;
 	limits.max_ranks = o.max_ranks;
 	limits.ttl_ns = (int64_t)(o.ttl * 1e9);
-	if ((s.jobs = jobs_new(&limits, on_job_drop, &s)) == NULL) {
+	limits.lease_ns = (int64_t)(o.lease * 1e9);
+	limits.max_client_jobs = o.max_client_jobs;
+	if ((s.jobs = jobs_new(&limits, on_job_drop, &s)) == NULL ||
+	    (s.conns = serve_conns_new((int64_t)o.request_timeout *
+	    1000000000)) == NULL) {
+		jobs_free(s.jobs);
 		free(s.bearer);
 		cli_error("serve: out of memory");
 		return EXIT_INTERNAL;
 	}
 	pthread_mutex_init(&s.lock, NULL);
+	pthread_mutex_init(&s.stats, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s.drained, &ca);
 	pthread_condattr_destroy(&ca);
+	the_server = &s;
 	cli_signals_install();
 	if ((fd = listen_on(&o, url, sizeof(url), &rc)) < 0)
 		goto out;
@@ -921,21 +1250,28 @@ cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	cli_status("serving %s: at most %llu jobs of up to %llu ranks and %llu "
-	    "connections; jobs expire %gs after their last registration%s",
+	    "connections (%llu from one address, %llu jobs created by one); "
+	    "registrations lapse %gs after their rank's last request; jobs "
+	    "expire %gs after their last registration%s",
 	    url, (unsigned long long)o.max_jobs,
 	    (unsigned long long)o.max_ranks,
-	    (unsigned long long)o.max_connections, o.ttl,
-	    s.bearer != NULL || s.derived[0] != '\0' ?
+	    (unsigned long long)o.max_connections,
+	    (unsigned long long)o.max_client_connections,
+	    (unsigned long long)o.max_client_jobs, o.lease, o.ttl,
+	    s.bearer != NULL || s.derived[0][0] != '\0' ?
 	    "; bearer token required" : "");
-	run_until_signal(&s);
+	run_until_signal(&s, &o);
 	cli_status("stopping (%s)", cli_interrupted == SIGINT ? "SIGINT" :
 	    "SIGTERM");
 	stop(&s, d);
 	rc = EXIT_OK;
 out:
 	jobs_free(s.jobs);
+	serve_conns_free(s.conns);
+	the_server = NULL;
 	pthread_cond_destroy(&s.drained);
 	pthread_mutex_destroy(&s.lock);
+	pthread_mutex_destroy(&s.stats);
 	explicit_bzero(s.derived, sizeof(s.derived));
 	if (s.bearer != NULL)
 		explicit_bzero(s.bearer, s.bearer_len);

@@ -4,7 +4,7 @@
  * checked step by step against a small model of the table kept here.
  *
  * Input: three bytes of limits (max_jobs 1-4, max_ranks 1-16, ttl 1-256
- * clock units), then operations, one opcode byte (mod 7) and its operands
+ * clock units), then operations, one opcode byte (mod 8) and its operands
  * each; an operation cut short by the end is dropped.
  *	0 J A W R	POST: job J, address A of a fixed pool, world W, rank R,
  *			written as a body and parsed first
@@ -15,6 +15,11 @@
  *	5 L name	jobs_name_valid on L raw bytes
  *	6 J A		DELETE: job J takes address A of the pool back,
  *			written as a body and parsed first
+ *	7 J A		GET naming address A: jobs_poll, which marks a
+ *			complete job's rank as having the list
+ * Leases are off (lease_ns 0: tests/unit/test_jobs.c has them) and so is
+ * the per-client quota, so a job is finished once every rank polled it
+ * complete: the next registration replaces it, a full table drops it.
  * Jobs are named from a fixed pool of valid names (serve.c checks names
  * before the table sees them).  Checked after every operation: each
  * result, rank, world and completion, the job count, which jobs expire
@@ -47,6 +52,8 @@ struct model_job {
 	bool live;
 	uint64_t world, present;
 	bool held[MODEL_RANKS];
+	bool fetched[MODEL_RANKS];
+	uint64_t nfetched;
 	char addr[MODEL_RANKS][SR_ADDR_MAX];
 	int64_t touched;
 };
@@ -116,6 +123,13 @@ model_sweep(struct model *m, int64_t now)
 	return n;
 }
 
+static bool
+model_finished(const struct model_job *mj)
+{
+	return mj->live && mj->present == mj->world &&
+	    mj->nfetched == mj->world;
+}
+
 /* jobs_register as jobs.h describes it. */
 static enum jobs_result
 model_register(struct model *m, size_t name,
@@ -126,12 +140,19 @@ model_register(struct model *m, size_t name,
 	uint64_t r;
 
 	*completed = false;
-	if (mj == NULL) {
+	if (mj == NULL || model_finished(mj)) {
 		if (reg->world < 0 || (uint64_t)reg->world > m->limits.max_ranks ||
 		    reg->rank >= reg->world)
 			return JOBS_BAD;
-		if (m->count >= m->limits.max_jobs &&
-		    (model_sweep(m, now) == 0 || m->count >= m->limits.max_jobs))
+		if (mj != NULL)
+			model_drop(m, mj);
+		if (m->count >= m->limits.max_jobs) {
+			model_sweep(m, now);
+			for (size_t i = 0; i < NAMES; i++)
+				if (model_finished(&m->job[i]))
+					model_drop(m, &m->job[i]);
+		}
+		if (m->count >= m->limits.max_jobs)
 			return JOBS_FULL;
 		mj = &m->job[name];
 		mj->live = true;
@@ -194,6 +215,28 @@ model_unregister(struct model *m, size_t name, const char *address,
 	if (mj->present == 0)
 		model_drop(m, mj);
 	return JOBS_OK;
+}
+
+/* jobs_poll as jobs.h describes it. */
+static enum jobs_result
+model_poll(struct model *m, size_t name, const char *address, int64_t now)
+{
+	struct model_job *mj = model_find(m, name, now);
+	uint64_t r;
+
+	if (mj == NULL)
+		return JOBS_MISSING;
+	for (r = 0; r < mj->world; r++)
+		if (mj->held[r] && strcmp(mj->addr[r], address) == 0)
+			break;
+	if (mj->present == mj->world) {
+		if (r < mj->world && !mj->fetched[r]) {
+			mj->fetched[r] = true;
+			mj->nfetched++;
+		}
+		return JOBS_OK;
+	}
+	return r < mj->world ? JOBS_OK : JOBS_MISSING;
 }
 
 static void
@@ -338,6 +381,23 @@ do_unregister(struct jobs *t, struct model *m, size_t name,
 		FUZZ_CHECK(why[0] != '\0' && memchr(why, '\0', sizeof(why)));
 }
 
+static void
+do_poll(struct jobs *t, struct model *m, size_t name, const char *address,
+    int64_t now)
+{
+	enum jobs_result got, want;
+	char why[SR_MESSAGE_MAX] = "";
+
+	got = jobs_poll(t, names[name], address, now, now, why, sizeof(why));
+	want = model_poll(m, name, address, now);
+	if (got != want)
+		fprintf(stderr, "jobs_poll gave %d (%s), the model %d\n",
+		    (int)got, why, (int)want);
+	FUZZ_CHECK(got == want);
+	if (got != JOBS_OK)
+		FUZZ_CHECK(why[0] != '\0' && memchr(why, '\0', sizeof(why)));
+}
+
 static bool
 name_valid(const char *s)
 {
@@ -375,7 +435,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *op = data + i;
 		size_t left = size - i;
 
-		switch (op[0] % 7) {
+		switch (op[0] % 8) {
 		case 0:
 			if (left < 5)
 				goto done;
@@ -452,6 +512,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(jobs_name_valid(copy) == name_valid(copy));
 			free(copy);
 			i += 2 + op[1];
+			break;
+		case 7:
+			if (left < 3)
+				goto done;
+			do_poll(t, &m, op[1] % NAMES, pool[op[2] % POOL], now);
+			i += 3;
 			break;
 		default:
 			if (left < 3)

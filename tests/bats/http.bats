@@ -113,7 +113,7 @@ expect_ring_of_8() {
 }
 
 @test "serve: --listen [::1]:0 serves IPv6 loopback" {
-	start_server --listen '[::1]:0'
+	start_server --lease 600 --listen '[::1]:0'
 	[[ $url =~ ^http://\[::1\]:[0-9]+/$ ]]
 	run curl -s -X POST --data-binary $'address=[::1]:4000\nworld=1\n' \
 	    "${url}jobs/six"
@@ -132,10 +132,20 @@ expect_ring_of_8() {
 	run "$bin" serve --token-file "$T/absent"
 	[ "$status" -eq 2 ]
 	[[ $output == *"absent"*"No such file"* ]]
+	run "$bin" serve --max-client-connections 0
+	[ "$status" -eq 2 ]
+	[[ $output == *"--max-client-connections '0' is not a number from 1 to 1000000"* ]]
+	run "$bin" serve --max-client-jobs x
+	[ "$status" -eq 2 ]
+	[[ $output == *"--max-client-jobs 'x' is not a number from 1 to 1000000"* ]]
+	run "$bin" serve --request-timeout 1.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"--request-timeout '1.5' is not a whole number of seconds from 1 to 3600"* ]]
 	run "$bin" serve --help
 	[ "$status" -eq 0 ]
 	for opt in --listen --token-file --max-jobs --max-ranks --job-ttl \
-	    --max-connections --verbose --help; do
+	    --max-connections --max-client-connections --max-client-jobs \
+	    --lease --request-timeout --print-token --verbose --help; do
 		[[ $output == *"$opt"* ]]
 	done
 }
@@ -203,7 +213,8 @@ expect_ring_of_8() {
 }
 
 @test "http: conflicts: world mismatch and duplicate rank" {
-	start_server
+	# Registrations made by hand, polled by no one: a long lease.
+	start_server --lease 600
 	run curl -s -w ' %{http_code}' -X POST \
 	    --data-binary $'address=127.0.0.1:5000\nworld=4\nrank=2\n' "${url}jobs/c"
 	[ "$output" = $'rank=2\nworld=4\n 200' ]
@@ -247,7 +258,8 @@ expect_ring_of_8() {
 }
 
 @test "serve: DELETE takes a registration back until the job is complete" {
-	start_server
+	# Registrations made by hand, polled by no one: a long lease.
+	start_server --lease 600
 	post() { curl -s -X POST --data-binary "$1" "${url}jobs/$2"; }
 	del() { curl -s -w ' %{http_code}' -X DELETE --data-binary "$1" "${url}jobs/$2"; }
 	[ "$(post $'address=127.0.0.1:5000\nworld=3\n' d)" = $'rank=0\nworld=3' ]
@@ -431,7 +443,8 @@ expect_ring_of_8() {
 }
 
 @test "serve: a waiting GET gets the list as soon as the job completes" {
-	start_server
+	# Registrations made by hand, polled by no one: a long lease.
+	start_server --lease 600
 	curl -s -X POST --data-binary $'address=127.0.0.1:6000\nworld=2\n' \
 	    "${url}jobs/soon" >/dev/null
 	# Without the wake-up on completion this would take 30s and fail.

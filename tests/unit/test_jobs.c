@@ -1,7 +1,8 @@
 /*
  * test_jobs.c - the rendezvous server's job table (cli/jobs.c): names,
  * registration bodies, rank assignment, conflicts, limits, expiry, the
- * progress text, the served list, and registrations taken back.
+ * progress text, the served list, registrations taken back, leases,
+ * finished jobs and the per-client quota.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,7 @@ on_drop(const char *name, void *aux, void *arg)
 static struct jobs *
 table(uint64_t max_jobs, uint64_t max_ranks, int64_t ttl)
 {
-	struct jobs_limits l = { max_jobs, max_ranks, ttl };
+	struct jobs_limits l = { max_jobs, max_ranks, ttl, 0, 0 };
 
 	drops = 0;
 	last_drop[0] = '\0';
@@ -610,6 +611,147 @@ test_printable(void)
 	    "01234...") == 0, "%s", out);
 }
 
+/* A table with leases and a per-client quota. */
+static struct jobs *
+leased(uint64_t max_jobs, int64_t lease, uint64_t max_client_jobs)
+{
+	struct jobs_limits l = { max_jobs, 16, 3600 * SEC, lease,
+	    max_client_jobs };
+
+	drops = 0;
+	last_drop[0] = '\0';
+	return jobs_new(&l, on_drop, NULL);
+}
+
+/* As put, from client. */
+static enum jobs_result
+put_from(struct jobs *t, const char *job, const char *address,
+    int64_t world, const char *client, int64_t now, int64_t *got,
+    bool *completed, char *why)
+{
+	struct jobs_registration r = reg(address, world, -1);
+	int64_t w;
+
+	snprintf(r.client, sizeof(r.client), "%s", client);
+	*got = -1;
+	return jobs_register(t, job, &r, now, got, &w, completed, why, 256);
+}
+
+static void
+test_leases(void)
+{
+	struct jobs *t = leased(16, 6 * SEC, 0);
+	char why[256], text[JOBS_PROGRESS_MAX];
+	bool completed;
+	int64_t rank;
+
+	CHECK(put(t, "l", "h:1", 3, -1, 0, &rank, &completed, why) == JOBS_OK);
+	CHECK(put(t, "l", "h:2", 3, -1, 1 * SEC, &rank, &completed, why) ==
+	    JOBS_OK && rank == 1);
+	/* h:2 polls and waits 20 s; h:1 says nothing. */
+	CHECK(jobs_poll(t, "l", "h:2", 2 * SEC, 22 * SEC, why, sizeof(why)) ==
+	    JOBS_OK);
+	CHECK(jobs_find(t, "l", 5 * SEC) != NULL);
+	job_progress(jobs_find(t, "l", 6 * SEC), text, sizeof(text));
+	CHECKF(strcmp(text, "not yet: 1 of 3 ranks; missing 0, 2") == 0, "%s",
+	    text);
+	CHECK(jobs_poll(t, "l", "h:1", 6 * SEC, 6 * SEC, why, sizeof(why)) ==
+	    JOBS_MISSING);
+	CHECKF(strcmp(why, "h:1 holds no rank in job l: its registration "
+	    "lapsed or was taken back; register again") == 0, "%s", why);
+	/* The lapsed rank is free for the next one. */
+	CHECK(put(t, "l", "h:3", 3, -1, 7 * SEC, &rank, &completed, why) ==
+	    JOBS_OK && rank == 0);
+	/* h:2's wait ends at 22 s, its lease 6 s later. */
+	CHECK(jobs_sweep(t, 27 * SEC) == 0);
+	CHECK(put(t, "l", "h:3", -1, -1, 27 * SEC, &rank, &completed, why) ==
+	    JOBS_OK && rank == 0);
+	CHECK(jobs_sweep(t, 28 * SEC) == 0);
+	job_progress(jobs_find(t, "l", 28 * SEC), text, sizeof(text));
+	CHECKF(strcmp(text, "not yet: 1 of 3 ranks; missing 1, 2") == 0, "%s",
+	    text);
+	/* The last one out takes the job with it. */
+	CHECK(jobs_sweep(t, 33 * SEC) == 1 && strcmp(last_drop, "l") == 0);
+	CHECK(jobs_count(t) == 0);
+	jobs_free(t);
+}
+
+static void
+test_finished(void)
+{
+	struct jobs *t = leased(2, 6 * SEC, 0);
+	char why[256];
+	bool completed;
+	int64_t rank;
+	const char *list;
+	size_t len;
+
+	CHECK(put(t, "f", "h:1", 2, -1, 0, &rank, &completed, why) == JOBS_OK);
+	CHECK(put(t, "f", "h:2", 2, -1, 0, &rank, &completed, why) ==
+	    JOBS_OK && completed);
+	/* Complete, but h:2 has not fetched the list: no newcomer. */
+	CHECK(jobs_poll(t, "f", "h:1", SEC, SEC, why, sizeof(why)) == JOBS_OK);
+	CHECK(put(t, "f", "h:9", 2, -1, SEC, &rank, &completed, why) ==
+	    JOBS_CONFLICT);
+	CHECKF(strcmp(why, "job f is complete") == 0, "%s", why);
+	/* Both have it: finished.  GET still has the list ... */
+	CHECK(jobs_poll(t, "f", "h:2", SEC, SEC, why, sizeof(why)) == JOBS_OK);
+	CHECK((list = job_list(jobs_find(t, "f", 2 * SEC), &len)) != NULL);
+	/* ... and a new registration starts the job afresh. */
+	CHECK(put(t, "f", "h:9", 3, -1, 2 * SEC, &rank, &completed, why) ==
+	    JOBS_OK && rank == 0 && !completed);
+	CHECK(job_world(jobs_find(t, "f", 2 * SEC)) == 3);
+	CHECK(drops == 1);
+	/* A complete job whose ranks never fetched finishes when their
+	 * leases pass; a full table then makes room by dropping it. */
+	CHECK(put(t, "g", "h:1", 1, -1, 2 * SEC, &rank, &completed, why) ==
+	    JOBS_OK && completed);
+	CHECK(put(t, "h", "h:1", 1, -1, 3 * SEC, &rank, &completed, why) ==
+	    JOBS_FULL);
+	CHECK(put(t, "f", "h:8", 3, -1, 7 * SEC, &rank, &completed, why) ==
+	    JOBS_OK);
+	CHECK(put(t, "h", "h:1", 1, -1, 8 * SEC, &rank, &completed, why) ==
+	    JOBS_OK);
+	CHECK(jobs_find(t, "g", 8 * SEC) == NULL);
+	CHECK(jobs_count(t) == 2);
+	jobs_free(t);
+}
+
+static void
+test_client_quota(void)
+{
+	struct jobs *t = leased(16, 6 * SEC, 2);
+	char why[256];
+	bool completed;
+	int64_t rank;
+
+	CHECK(put_from(t, "a", "h:1", 2, "10.0.0.9", 0, &rank, &completed,
+	    why) == JOBS_OK);
+	CHECK(put_from(t, "b", "h:1", 1, "10.0.0.9", 0, &rank, &completed,
+	    why) == JOBS_OK && completed);
+	CHECK(put_from(t, "c", "h:1", 2, "10.0.0.9", 0, &rank, &completed,
+	    why) == JOBS_QUOTA);
+	CHECKF(strcmp(why, "10.0.0.9 created 2 jobs that are not finished, the "
+	    "limit for one client (--max-client-jobs); try again later") == 0,
+	    "%s", why);
+	/* Another client is not held back; joining a job creates none. */
+	CHECK(put_from(t, "c", "h:1", 2, "10.0.0.8", 0, &rank, &completed,
+	    why) == JOBS_OK);
+	CHECK(put_from(t, "a", "h:2", 2, "10.0.0.8", 0, &rank, &completed,
+	    why) == JOBS_OK && completed);
+	/* b finishes once its rank has the list, a once both have it. */
+	CHECK(jobs_poll(t, "b", "h:1", SEC, SEC, why, sizeof(why)) == JOBS_OK);
+	CHECK(put_from(t, "d", "h:1", 2, "10.0.0.9", SEC, &rank, &completed,
+	    why) == JOBS_OK);
+	CHECK(put_from(t, "e", "h:1", 2, "10.0.0.9", SEC, &rank, &completed,
+	    why) == JOBS_QUOTA);
+	/* A job that lapses counts no more. */
+	CHECK(put_from(t, "e", "h:1", 2, "10.0.0.9", 8 * SEC, &rank,
+	    &completed, why) == JOBS_OK);
+	CHECK(jobs_find(t, "d", 8 * SEC) == NULL);
+	jobs_free(t);
+}
+
 int
 main(void)
 {
@@ -628,5 +770,8 @@ main(void)
 	TEST_RUN(test_unregister_many);
 	TEST_RUN(test_waiters);
 	TEST_RUN(test_printable);
+	TEST_RUN(test_leases);
+	TEST_RUN(test_finished);
+	TEST_RUN(test_client_quota);
 	return TEST_DONE();
 }
