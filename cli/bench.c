@@ -1,7 +1,8 @@
 /*
  * bench.c - `silvic-ring bench`: nccl-tests-style sweeps of allreduce,
- * allgather and broadcast over a range of sizes, with an exact check of
- * every result, and the link test (bench_links.c).
+ * allgather and broadcast over a range of sizes, each size out of place
+ * then in place, with an exact check of every result, and the link test
+ * (bench_links.c).
  *
  * Every rank parses the same options and so walks the same sizes, dtypes
  * and ops; they check that first by comparing a digest of the options.

@@ -1,8 +1,9 @@
 /*
  * discover.c - the command's one reader of the environment: which rank
  * and world size a launcher gave (Slurm, Open MPI, PMI, PMIx, torchrun,
- * MLX, a Kubernetes Indexed Job, or our own), the default address source, the job token and the job
- * key, and the address to advertise when none was given.
+ * MLX, a Kubernetes Indexed Job, or our own), the default address
+ * source, the job token and the job key, the address to advertise when
+ * none was given, and bench's progress interval.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
