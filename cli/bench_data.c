@@ -136,7 +136,13 @@ bench_option_set(struct bench_options *o, int c, const char *arg, char *why,
 		    why, why_size);
 	case 'o':
 		return name_value(bench_op_parse(arg, &o->ops), "--op", arg,
-		    "an op (sum, max, min or all)", why, why_size);
+		    "an op (sum, prod, max, min or all)", why, why_size);
+	case 'r':
+		if (whole_value("--root", arg, 0, UINT32_MAX - 1, &v, why,
+		    why_size) != 0)
+			return -1;
+		o->root = (uint32_t)v;
+		return 0;
 	case BENCH_OPT_CSV:
 		o->csv = true;
 		return 0;
@@ -171,7 +177,7 @@ int
 bench_options_check(const struct bench_options *o, char *why,
     size_t why_size)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	if (o->stepfactor_set && o->stepbytes_set)
 		snprintf(why, why_size, "--stepfactor and --stepbytes cannot "
@@ -185,6 +191,18 @@ bench_options_check(const struct bench_options *o, char *why,
 		    "together");
 	else if (o->corrupt && o->check == 0)
 		snprintf(why, why_size, "--corrupt needs the check (-c 1)");
+	else if (o->min_busbw_set && !(o->colls & ((1u << BENCH_LINKS) - 1)))
+		snprintf(why, why_size, "--min-busbw needs a sweep (allreduce, "
+		    "allgather, broadcast or all) to check; for links use "
+		    "--fail-slow");
+	else if (o->min_busbw_size_set && (o->min_busbw_size <
+	    o->minbytes || o->min_busbw_size > bench_last_size(o)))
+		snprintf(why, why_size, "--min-busbw %.15g@%s: %s is outside "
+		    "the sweep (%s to %s), so no row would be checked",
+		    o->min_busbw, bench_size_format(o->min_busbw_size, a,
+		    sizeof(a)), a, bench_size_format(o->minbytes, b,
+		    sizeof(b)), bench_size_format(bench_last_size(o), c,
+		    sizeof(c)));
 	else
 		return 0;
 	return -1;
@@ -215,6 +233,7 @@ bench_options_digest(const struct bench_options *o)
 	h = digest_add(h, o->seed);
 	/* Adaptive rows run one more collective: only "is it on" matters. */
 	h = digest_add(h, o->min_time > 0);
+	h = digest_add(h, o->root);
 	return h;
 }
 
@@ -276,9 +295,12 @@ int
 bench_op_parse(const char *name, unsigned *mask)
 {
 	if (strcmp(name, "all") == 0)
-		*mask = 1u << SR_SUM | 1u << SR_MAX | 1u << SR_MIN;
+		*mask = 1u << SR_SUM | 1u << SR_PROD | 1u << SR_MAX |
+		    1u << SR_MIN;
 	else if (strcmp(name, "sum") == 0)
 		*mask = 1u << SR_SUM;
+	else if (strcmp(name, "prod") == 0)
+		*mask = 1u << SR_PROD;
 	else if (strcmp(name, "max") == 0)
 		*mask = 1u << SR_MAX;
 	else if (strcmp(name, "min") == 0)
@@ -331,6 +353,17 @@ bench_corrupt_parse(const char *text, uint32_t *rank, uint64_t *index)
 	*rank = (uint32_t)r;
 	*index = i;
 	return 0;
+}
+
+uint64_t
+bench_last_size(const struct bench_options *o)
+{
+	uint64_t last = o->minbytes;
+
+	for (uint64_t z = o->minbytes; z != 0; z = bench_next_size(z,
+	    o->maxbytes, o->stepfactor, o->stepbytes))
+		last = z;
+	return last;
 }
 
 char *
@@ -424,15 +457,19 @@ bench_adapt_iters(uint64_t bytes, uint64_t iters, double min_time,
 }
 
 bool
-bench_below_min(const struct bench_options *o, uint64_t size,
-    uint64_t last_size, double busbw)
+bench_gated(const struct bench_options *o, uint64_t size, uint64_t last_size)
 {
 	if (!o->min_busbw_set)
 		return false;
-	if (o->min_busbw_size_set ? size < o->min_busbw_size :
-	    size != last_size)
-		return false;
-	return busbw < o->min_busbw;
+	return o->min_busbw_size_set ? size >= o->min_busbw_size :
+	    size == last_size;
+}
+
+bool
+bench_below_min(const struct bench_options *o, uint64_t size,
+    uint64_t last_size, double busbw)
+{
+	return bench_gated(o, size, last_size) && busbw < o->min_busbw;
 }
 
 /* ------------------------------------------------------- bandwidth */
@@ -539,12 +576,34 @@ bench_value(uint64_t seed, uint32_t rank, uint64_t index)
 	return value_at(residue(seed, index), rank);
 }
 
+/* prod's inputs: the sign of the same residue, so products stay exact. */
+static int
+prod_value_at(unsigned residue_of_index, uint32_t rank)
+{
+	return value_at(residue_of_index, rank) % 2 != 0 ? -1 : 1;
+}
+
+int
+bench_value_op(enum sr_op op, uint64_t seed, uint32_t rank, uint64_t index)
+{
+	if (op == SR_PROD)
+		return prod_value_at(residue(seed, index), rank);
+	return bench_value(seed, rank, index);
+}
+
 void
 bench_fill(void *buf, uint64_t count, enum sr_dtype dtype, uint64_t seed,
     uint32_t rank)
 {
+	bench_fill_op(buf, count, dtype, SR_SUM, seed, rank);
+}
+
+void
+bench_fill_op(void *buf, uint64_t count, enum sr_dtype dtype, enum sr_op op,
+    uint64_t seed, uint32_t rank)
+{
 	for (uint64_t i = 0; i < count; i++) {
-		int v = bench_value(seed, rank, i);
+		int v = bench_value_op(op, seed, rank, i);
 
 		switch (dtype) {
 		case SR_F64:
@@ -584,10 +643,16 @@ bench_expect_init(struct bench_expect *e, uint64_t seed, enum sr_op op,
 
 			if (ranks[j] == 0)
 				continue;
-			if (op == SR_SUM)
+			if (op == SR_PROD) {
+				/* -1 or 1, ranks[j] times */
+				acc = first ? 1 : acc;
+				if (prod_value_at(k, j) < 0 && ranks[j] % 2)
+					acc = -acc;
+			} else if (op == SR_SUM) {
 				acc += v * (int64_t)ranks[j];
-			else if (first || (op == SR_MAX ? v > acc : v < acc))
+			} else if (first || (op == SR_MAX ? v > acc : v < acc)) {
 				acc = v;
+			}
 			first = false;
 		}
 		e->by_residue[k] = acc;

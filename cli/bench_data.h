@@ -49,6 +49,13 @@ enum {
 	BENCH_OPT_FAIL_SLOW
 };
 
+/* A row's two halves, as nccl-tests prints them side by side. */
+enum bench_place {
+	BENCH_OUT_OF_PLACE,
+	BENCH_IN_PLACE,
+	BENCH_PLACE_COUNT
+};
+
 struct bench_options {
 	unsigned colls;			/* 1 << enum bench_coll */
 	uint64_t minbytes, maxbytes;
@@ -57,6 +64,7 @@ struct bench_options {
 	uint64_t iters, warmup;
 	bool iters_set, warmup_set, maxbytes_set;
 	bool stepfactor_set, stepbytes_set;
+	uint32_t root;			/* broadcast's root (-r) */
 	int check;			/* 1 check, 0 off */
 	unsigned dtypes;		/* 1 << enum sr_dtype */
 	unsigned ops;			/* 1 << enum sr_op */
@@ -96,13 +104,15 @@ int bench_coll_parse(const char *name, unsigned *mask);
 /* "f32", nccl-tests' "float", ... or "all" into a mask of sr_dtype;
  * the four the bench checks exactly: f64 f32 i64 i32. */
 int bench_dtype_parse(const char *name, unsigned *mask);
-/* "sum", "max", "min" or "all" into a mask of sr_op. */
+/* "sum", "prod", "max", "min" or "all" into a mask of sr_op. */
 int bench_op_parse(const char *name, unsigned *mask);
 /* "GBPS" or "GBPS@SIZE"; -1 when malformed or not a positive number. */
 int bench_min_busbw_parse(const char *text, double *gbps, bool *has_size,
     uint64_t *size);
 /* "RANK:INDEX"; -1 when malformed. */
 int bench_corrupt_parse(const char *text, uint32_t *rank, uint64_t *index);
+/* The sweep's largest step (-b, -e, -f or -i). */
+uint64_t bench_last_size(const struct bench_options *o);
 /* 67108864 -> "64M", 1000 -> "1000"; returns buf. */
 char *bench_size_format(uint64_t bytes, char *buf, size_t size);
 
@@ -125,16 +135,21 @@ uint64_t bench_count(enum bench_coll coll, uint64_t size, size_t esize,
 uint64_t bench_row_bytes(enum bench_coll coll, uint64_t count, size_t esize,
     uint32_t world);
 /*
- * Timed iterations for a row: `iters`, or for sizes below
+ * Timed iterations for a row (when -n was not given): `iters`, or for
+ * sizes below
  * BENCH_ADAPT_BELOW with min_time > 0 enough iterations of `per_iter`
  * seconds to fill min_time, at most BENCH_ADAPT_MAX (but never fewer than
  * iters).
  */
 uint64_t bench_adapt_iters(uint64_t bytes, uint64_t iters, double min_time,
     double per_iter);
-/* Whether a row of `bytes` may adapt (every rank decides it alike). */
+/* Whether a row of `bytes` may adapt (every rank decides it alike); the
+ * command never adapts when -n was given, which is then exact. */
 bool bench_adapts(uint64_t bytes, double min_time);
 
+/* Whether --min-busbw checks a row of sweep step `size`. */
+bool bench_gated(const struct bench_options *o, uint64_t size,
+    uint64_t last_size);
 /*
  * Whether a row of sweep step `size` fails --min-busbw: rows of SIZE or
  * more, or without @SIZE the rows of the sweep's last step, need at least
@@ -176,6 +191,15 @@ double bench_median(double *v, size_t n);
 int bench_value(uint64_t seed, uint32_t rank, uint64_t index);
 void bench_fill(void *buf, uint64_t count, enum sr_dtype dtype,
     uint64_t seed, uint32_t rank);
+/*
+ * The inputs of an allreduce with `op`: bench_value's for sum, max and
+ * min; for prod -1 or 1 (the same hash), so the product of any number of
+ * ranks stays exact in every dtype.
+ */
+int bench_value_op(enum sr_op op, uint64_t seed, uint32_t rank,
+    uint64_t index);
+void bench_fill_op(void *buf, uint64_t count, enum sr_dtype dtype,
+    enum sr_op op, uint64_t seed, uint32_t rank);
 
 /* The exact result of an allreduce of bench_fill inputs over `world`
  * ranks, by the residue the index hashes to. */

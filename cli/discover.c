@@ -1,8 +1,9 @@
 /*
  * discover.c - the command's one reader of the environment: which rank
  * and world size a launcher gave (Slurm, Open MPI, PMI, PMIx, torchrun,
- * MLX, or our own), the default address source, the job token and the job
- * key, and the address to advertise when none was given.
+ * MLX, a Kubernetes Indexed Job, or our own), the default address
+ * source, the job token and the job key, the address to advertise when
+ * none was given, and bench's progress interval.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -29,6 +30,9 @@ static const struct {
 	{ "PMIX_RANK", NULL, "PMIx (PMIX_RANK)" },
 	{ "RANK", "WORLD_SIZE", "torchrun (RANK)" },
 	{ "MLX_RANK", NULL, "MLX (MLX_RANK)" },
+	/* Last: a pod may also run one of the launchers above. */
+	{ "JOB_COMPLETION_INDEX", NULL,
+	    "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)" },
 };
 
 int
@@ -189,6 +193,16 @@ bool
 discover_is_interface(const char *name)
 {
 	return if_nametoindex(name) != 0;
+}
+
+int
+discover_progress_interval(double *seconds)
+{
+	const char *v = getenv("SILVIC_RING_PROGRESS_INTERVAL");
+
+	if (v == NULL || v[0] == '\0')
+		return -1;
+	return cli_parse_seconds(v, seconds);
 }
 
 uint64_t

@@ -34,6 +34,9 @@ bool discover_launched(void);
  * NULL the first IPv4 address of an up, non-loopback interface. */
 int discover_interface(const char *name, char *ip, size_t size);
 bool discover_is_interface(const char *name);
+/* SILVIC_RING_PROGRESS_INTERVAL in seconds: 0, or -1 when unset or not a
+ * positive number of seconds. */
+int discover_progress_interval(double *seconds);
 /* FNV-1a 64 of a string (job tokens from text). */
 uint64_t discover_hash(const char *text);
 

@@ -96,11 +96,12 @@ show() {
 	[ "$status" -eq 0 ]
 	for opt in --minbytes --maxbytes --stepfactor --stepbytes --iters \
 		--warmup_iters --check --datatype --op --json --csv --min-busbw \
-		--seed --threshold --fail-slow --min-time --peers --rank; do
+		--seed --threshold --fail-slow --min-time --peers --rank --root; do
 		[[ "$output" == *"$opt"* ]] || { echo "no $opt" >&2; false; }
 	done
 	[[ "$output" == *"f32 (the default"* ]]
-	[[ "$output" == *"--corrupt RANK:INDEX  a test hook"* ]]
+	# the test hook is not the user's (it still works: see --corrupt below)
+	[[ "$output" != *"--corrupt"* ]]
 }
 
 @test "a bad size is a usage error naming the option and value" {
@@ -122,7 +123,7 @@ show() {
 	[[ "$output" == *"--datatype 'f16' is not a datatype (f64, f32, i64, i32 or all)"* ]]
 	run timeout 10 "$SR" bench --op avg
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"--op 'avg' is not an op (sum, max, min or all)"* ]]
+	[[ "$output" == *"--op 'avg' is not an op (sum, prod, max, min or all)"* ]]
 }
 
 @test "other usage errors name what is wrong" {
@@ -162,11 +163,12 @@ show() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"# silvic-ring "*" bench: world 1"* ]]
 	[[ "$output" == *"# options: allreduce -b 8 -e 1K -f 4 -n 2 -w 1 -c 1 -d f32 -o sum"* ]]
-	echo "$output" | grep -Eq '^#\s+size\s+count\s+type\s+redop\s+iters\s+time\s+algbw\s+busbw\s+#wrong\s+slowest\s+spread$'
-	echo "$output" | grep -Eq '^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s+\(rank\)\s+\(%\)$'
+	echo "$output" | grep -Eq '^#\s+out-of-place\s+in-place$'
+	echo "$output" | grep -Eq '^#\s+size\s+count\s+type\s+redop\s+root\s+iters\s+time\s+algbw\s+busbw\s+#wrong\s+time\s+algbw\s+busbw\s+#wrong\s+slowest\s+spread$'
+	echo "$output" | grep -Eq '^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s+\(rank\)\s+\(%\)$'
 	# 8, 32, 128, 512 bytes of f32; busbw is 0 for a world of one
-	[ "$(echo "$output" | grep -Ec '^ +[0-9]+ +[0-9]+ +f32 +sum +2 ')" -eq 4 ]
-	echo "$output" | grep -Eq '^ +512 +128 +f32 +sum +2 +[0-9.]+ +[0-9.]+ +0\.00 +0 +0 '
+	[ "$(echo "$output" | grep -Ec '^ +[0-9]+ +[0-9]+ +f32 +sum +-1 +2 ')" -eq 4 ]
+	echo "$output" | grep -Eq '^ +512 +128 +f32 +sum +-1 +2 +[0-9.]+ +[0-9.]+ +0\.00 +0 +[0-9.]+ +[0-9.]+ +0\.00 +0 +0 '
 	[[ "$output" == *"# Avg bus bandwidth    : 0 GB/s"* ]]
 	[[ "$output" == *"# Out of bounds values : 0 OK"* ]]
 	[[ "$output" == *"# check: passed"* ]]
@@ -195,13 +197,15 @@ import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 assert rows[0] == ["collective", "size", "count", "dtype", "op", "world",
                    "iters", "time_us", "algbw_gbps", "busbw_gbps", "wrong",
-                   "slowest_rank", "spread_pct"], rows[0]
+                   "slowest_rank", "spread_pct", "root", "inplace_time_us",
+                   "inplace_algbw_gbps", "inplace_busbw_gbps",
+                   "inplace_wrong"], rows[0]
 assert all(len(r) == len(rows[0]) for r in rows), rows
 for r in rows[1:]:
     assert r[0] == "allgather" and r[4] == "none" and r[5] == "3", r
     # allgather's size is everything gathered: count per rank x 4 B x 3
     assert int(r[1]) == int(r[2]) * 4 * 3, r
-    assert int(r[10]) == 0
+    assert int(r[10]) == 0 and int(r[17]) == 0 and r[13] == ""
 print(len(rows) - 1)
 PY
 	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
@@ -285,11 +289,11 @@ world = int(sys.argv[2])
 results = [r for r in records if r["type"] == "result"]
 combos = {(r["collective"], r["dtype"], r["op"]) for r in results}
 want = {("allreduce", d, o) for d in ("f64", "f32", "i64", "i32")
-        for o in ("sum", "max", "min")}
+        for o in ("sum", "prod", "max", "min")}
 want |= {(c, d, "none") for c in ("allgather", "broadcast")
          for d in ("f64", "f32", "i64", "i32")}
 assert combos == want, sorted(want - combos)
-assert all(r["wrong"] == 0 for r in results)
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in results)
 assert all(r["world"] == world for r in results)
 links = [r for r in records if r["type"] == "link"]
 assert len(links) == (world if world > 1 else 0), links
@@ -303,7 +307,7 @@ PY
 	bench_launch 3 -b 8 -e 64 -f 8 "${QUICK[@]}" --corrupt 2:1
 	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
 	# both rows (8 and 64 bytes) have one wrong element
-	[ "$(grep -Ec '^\[0\] +[0-9]+ +[0-9]+ +f32 +sum +2 .* 1 +[0-2] +[0-9.]+$' "$BATS_TEST_TMPDIR/out")" -eq 2 ] || { show; false; }
+	[ "$(grep -Ec '^\[0\] +[0-9]+ +[0-9]+ +f32 +sum +-1 +2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-2] +[0-9.]+$' "$BATS_TEST_TMPDIR/out")" -eq 2 ] || { show; false; }
 	grep -q "# Out of bounds values : 2 FAILED" "$BATS_TEST_TMPDIR/out"
 	grep -q "# check: FAILED" "$BATS_TEST_TMPDIR/out"
 	grep -Eq '^\[2\] silvic-ring: rank 2: check failed: allreduce f32 sum of 8 B: element 1 is -?[0-9.e+]+, expected -?[0-9]+ \(1 wrong on this rank\)$' "$BATS_TEST_TMPDIR/err" || { show; false; }
@@ -341,7 +345,7 @@ PY
 }
 
 @test "--min-busbw that every row meets passes; a failed check outranks it" {
-	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 0.000000001@1
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 0.000000001@1K
 	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
 	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 1000000 --corrupt 1:0
 	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
@@ -456,4 +460,166 @@ assert s["links"]["slowest"] == 1 and s["exit"] == 6, s
 PY
 	[ "$status" -eq 0 ] || { echo "$output" >&2; show_links; false; }
 	grep -q "rank 0: 1 slow link(s) (--fail-slow)" "$BATS_TEST_TMPDIR/links1.err"
+}
+
+# ------------------------------------------------ gates that test something
+
+@test "--min-busbw at a size outside the sweep is a usage error naming it and the range" {
+	run timeout 10 "$SR" bench --min-busbw 5@16M -e 1M
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bench: --min-busbw 5@16M: 16M is outside the sweep (8 to 1M), so no row would be checked"* ]]
+	[[ "$output" == *"try 'silvic-ring --help'"* ]]
+	run timeout 10 "$SR" bench -b 1K -e 4K --min-busbw 5@512
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--min-busbw 5@512: 512 is outside the sweep (1K to 4K)"* ]]
+	# the sweep's range is its last step, not -e: 8 x 4^k stops at 512
+	run timeout 10 "$SR" bench -b 8 -e 1000 -f 4 --min-busbw 5@1000
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"1000 is outside the sweep (8 to 512)"* ]]
+	run timeout 10 "$SR" bench links --min-busbw 5
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--min-busbw needs a sweep (allreduce, allgather, broadcast or all) to check; for links use --fail-slow"* ]]
+}
+
+@test "a passing --min-busbw says which rows it checked, their lowest busbw, the threshold" {
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 0.000000001@2K
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -Eq '^(\[0\] )?# --min-busbw 1e-09 GB/s: 2 row\(s\) of 2K to 4K checked, lowest busbw [0-9.]+ GB/s \(allreduce f32 sum at (2K|4K)\): passed$' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	bench_launch 2 -b 1K -e 4K "${QUICK[@]}" --min-busbw 0.000000001@2K --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run python3 - "$BATS_TEST_TMPDIR/out" <<'PY'
+import json, sys
+records = [json.loads(l.split("] ", 1)[1] if l.startswith("[") else l)
+           for l in open(sys.argv[1])]
+rows = {r["size"]: min(r["busbw_gbps"], r["inplace_busbw_gbps"])
+        for r in records if r["type"] == "result"}
+t = records[-1]["threshold"]
+assert t["passed"] is True and t["min_busbw_gbps"] == 1e-09 and t["size"] == 2048, t
+assert t["checked_rows"] == 2 and t["checked_sizes"] == [2048, 4096], t
+assert t["lowest"]["size"] in (2048, 4096), t
+assert t["lowest"]["busbw_gbps"] == min(rows[2048], rows[4096]), (t, rows)
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+}
+
+@test "--min-busbw whose rows were all left out checked nothing: exit 2, not a pass" {
+	# 8 B of f64 over 4 ranks is no element per rank: no allgather row
+	bench_launch 4 allgather -b 8 -e 8 -d f64 "${QUICK[@]}" --min-busbw 0.000000001 --json
+	[ "$BENCH_STATUS" -eq 2 ] || { show; false; }
+	grep -q "rank 0: --min-busbw checked no row" "$BATS_TEST_TMPDIR/err" || { show; false; }
+	grep -q '"passed":false,"below":\[\],"checked_rows":0,' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	grep -q '"exit":2}' "$BATS_TEST_TMPDIR/out"
+}
+
+# ------------------------------------------------------ nccl-tests parity
+
+@test "-n is exact: every row runs the iterations asked for, small ones too" {
+	# --min-time stays at its default (0.1 s): only the missing -n adapts
+	bench_launch 2 -b 8 -e 128K -f 16 -n 3 -w 1 --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run python3 - "$BATS_TEST_TMPDIR/out" <<'PY'
+import json, sys
+records = [json.loads(l.split("] ", 1)[1] if l.startswith("[") else l)
+           for l in open(sys.argv[1])]
+iters = {r["size"]: r["iters"] for r in records if r["type"] == "result"}
+assert sorted(iters) == [8, 128, 2048, 32768], iters
+assert set(iters.values()) == {3}, iters
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+}
+
+@test "each row has nccl-tests' out-of-place and in-place halves, checked alike" {
+	bench_launch 3 all -b 64 -e 4K -f 8 "${QUICK[@]}" -d i32 -o all
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -Eq '^(\[0\] )?#\s+out-of-place\s+in-place$' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	# allreduce 64 B: -1 root, both halves with 0 wrong
+	grep -Eq '^(\[0\] )? +64 +16 +i32 +prod +-1 +2 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-2] +[0-9.]+$' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	bench_launch 3 all -b 64 -e 4K -f 8 "${QUICK[@]}" -d i32 -o all --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run python3 - "$BATS_TEST_TMPDIR/out" <<'PY'
+import json, sys
+records = [json.loads(l.split("] ", 1)[1] if l.startswith("[") else l)
+           for l in open(sys.argv[1])]
+results = [r for r in records if r["type"] == "result"]
+assert results
+for r in results:
+    assert r["inplace_wrong"] == 0 and r["wrong"] == 0, r
+    assert r["inplace_time_us"] > 0 and r["inplace_algbw_gbps"] > 0, r
+    assert r["inplace_busbw_gbps"] > 0, r
+    assert r["root"] == (0 if r["collective"] == "broadcast" else None), r
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+}
+
+@test "closing lines in nccl-tests' order after each collective, then the verdict" {
+	bench_launch 2 all -b 8 -e 64 -f 8 "${QUICK[@]}"
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	sed 's/^\[0\] //' "$BATS_TEST_TMPDIR/out" | grep -v '^# links\|^# slow' >"$BATS_TEST_TMPDIR/table"
+	run python3 - "$BATS_TEST_TMPDIR/table" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+for coll in ("allreduce", "allgather", "broadcast"):
+    start = lines.index("# " + coll + (" (root 0)" if coll == "broadcast" else ""))
+    end = next(i for i in range(start, len(lines))
+               if lines[i].startswith("# Out of bounds values"))
+    assert lines[end] == "# Out of bounds values : 0 OK", lines[end]
+    assert re.fullmatch(r"# Avg bus bandwidth    : [0-9.e+-]+ GB/s",
+                        lines[end + 1]), lines[end + 1]
+    assert lines[end + 2] == "#", lines[end + 2]
+    # the rows come just before
+    assert re.match(r" +\d+ ", lines[end - 1]), lines[end - 1]
+assert lines[-1] == "# check: passed", lines[-1]
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+}
+
+@test "broadcast -r: the root's bytes reach every rank, shown as the root; a root out of range is a usage error" {
+	bench_launch 3 broadcast -b 1K -e 1K "${QUICK[@]}" -r 2 --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -q '"options":{.*"root":2,' "$BATS_TEST_TMPDIR/out"
+	grep -q '"type":"result","schema":1,"collective":"broadcast","size":1024,.*"wrong":0,.*"root":2,.*"inplace_wrong":0}' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	bench_launch 3 broadcast -b 1K -e 1K "${QUICK[@]}" -r 2
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -Eq '^(\[0\] )?# broadcast \(root 2\)$' "$BATS_TEST_TMPDIR/out"
+	grep -Eq '^(\[0\] )? +1024 +256 +f32 +none +2 +2 ' "$BATS_TEST_TMPDIR/out" || { show; false; }
+	# a non-root rank's wrong byte is checked against rank 2's input
+	bench_launch 3 broadcast -b 1K -e 1K "${QUICK[@]}" --root 2 --corrupt 0:7
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+	grep -Eq 'rank 0: check failed: broadcast f32 of 1024 B: element 7 \(byte (28|29|30|31)\)' "$BATS_TEST_TMPDIR/err" || { show; false; }
+	bench_launch 3 broadcast -b 1K -e 1K "${QUICK[@]}" -r 3
+	[ "$BENCH_STATUS" -eq 2 ] || { show; false; }
+	grep -q "bench: --root 3 is out of range for a world of 3" "$BATS_TEST_TMPDIR/err" || { show; false; }
+	run timeout 10 "$SR" bench -r x
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--root 'x' is not a whole number"* ]]
+}
+
+@test "prod: an exact product on every dtype; a wrong element is caught" {
+	bench_launch 3 -b 8 -e 4K -f 8 -d all -o prod "${QUICK[@]}" --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	run python3 - "$BATS_TEST_TMPDIR/out" <<'PY'
+import json, sys
+records = [json.loads(l.split("] ", 1)[1] if l.startswith("[") else l)
+           for l in open(sys.argv[1])]
+results = [r for r in records if r["type"] == "result"]
+assert {(r["dtype"], r["op"]) for r in results} == {
+    (d, "prod") for d in ("f64", "f32", "i64", "i32")}, results
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in results)
+PY
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
+	bench_launch 2 -b 64 -e 64 -d i64 -o prod "${QUICK[@]}" --corrupt 1:3
+	[ "$BENCH_STATUS" -eq 1 ] || { show; false; }
+	grep -Eq 'rank 1: check failed: allreduce i64 prod of 64 B: element 3 is -?[0-9]+, expected -?1 \(1 wrong on this rank\)' "$BATS_TEST_TMPDIR/err" || { show; false; }
+}
+
+@test "a row that runs long says on stderr that the sweep is alive; stdout stays clean" {
+	# the interval shortened from 10 s so that every iteration passes it
+	SILVIC_RING_PROGRESS_INTERVAL=0.000001 bench_launch 2 -b 1K -e 1K -n 3 -w 1 --json
+	[ "$BENCH_STATUS" -eq 0 ] || { show; false; }
+	grep -Eq '^(\[0\] )?silvic-ring: rank 0: bench: still running allreduce f32 sum of 1K: out-of-place iteration 3 of 3, [0-9.]+ s on this row$' "$BATS_TEST_TMPDIR/err" || { show; false; }
+	grep -q 'in-place iteration 1 of 3' "$BATS_TEST_TMPDIR/err"
+	# rank 0 speaks for the ring
+	refute grep -q 'rank 1: bench: still running' "$BATS_TEST_TMPDIR/err"
+	run check_json "$BATS_TEST_TMPDIR/out"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; show; false; }
 }

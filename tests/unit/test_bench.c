@@ -330,8 +330,9 @@ test_parse(void)
 	CHECK(bench_dtype_parse("prod", &mask) == -1);
 	CHECK(bench_op_parse("max", &mask) == 0 && mask == 1u << SR_MAX);
 	CHECK(bench_op_parse("all", &mask) == 0 && mask == (1u << SR_SUM |
-	    1u << SR_MAX | 1u << SR_MIN));
-	CHECK(bench_op_parse("prod", &mask) == -1);
+	    1u << SR_PROD | 1u << SR_MAX | 1u << SR_MIN));
+	CHECK(bench_op_parse("prod", &mask) == 0 && mask == 1u << SR_PROD);
+	CHECK(bench_op_parse("avg", &mask) == -1);
 	CHECK(bench_coll_parse("links", &mask) == 0 &&
 	    mask == 1u << BENCH_LINKS);
 	CHECK(bench_coll_parse("all", &mask) == 0 && mask == 15);
@@ -381,6 +382,60 @@ test_options(void)
 	    sizeof(why)) == 0);
 	CHECK(bench_option_set(&o, 'c', "0", why, sizeof(why)) == 0);
 	CHECK(bench_options_check(&o, why, sizeof(why)) == -1);
+}
+
+/* prod's inputs are -1 or 1 and its expected product is exact at any
+ * world; --min-busbw refuses a size outside the sweep. */
+static void
+test_prod_and_gate(void)
+{
+	struct bench_options o;
+	char why[256];
+
+	for (uint32_t world = 1; world <= 40; world++) {
+		struct bench_expect e;
+		uint64_t bad = 0;
+
+		bench_expect_init(&e, 3, SR_PROD, world);
+		for (uint64_t i = 0; i < 500; i++) {
+			int64_t p = 1;
+
+			for (uint32_t r = 0; r < world; r++) {
+				int v = bench_value_op(SR_PROD, 3, r, i);
+
+				bad += v != -1 && v != 1;
+				p *= v;
+			}
+			bad += bench_expect_at(&e, i) != p;
+		}
+		CHECKF(bad == 0, "world %u prod: %llu wrong", world,
+		    (unsigned long long)bad);
+	}
+	bench_options_init(&o);
+	CHECK(bench_option_set(&o, 'e', "1M", why, sizeof(why)) == 0);
+	CHECK(bench_option_set(&o, BENCH_OPT_MIN_BUSBW, "5@16M", why,
+	    sizeof(why)) == 0);
+	CHECK(bench_options_check(&o, why, sizeof(why)) == -1);
+	CHECKF(strcmp(why, "--min-busbw 5@16M: 16M is outside the sweep (8 "
+	    "to 1M), so no row would be checked") == 0, "%s", why);
+	CHECK(bench_option_set(&o, BENCH_OPT_MIN_BUSBW, "5@1M", why,
+	    sizeof(why)) == 0);
+	CHECK(bench_options_check(&o, why, sizeof(why)) == 0);
+	/* the sweep ends at its last step, not at -e */
+	CHECK(bench_option_set(&o, 'e', "1000", why, sizeof(why)) == 0);
+	CHECK(bench_last_size(&o) == 512);
+	CHECK(bench_option_set(&o, BENCH_OPT_MIN_BUSBW, "5@1000", why,
+	    sizeof(why)) == 0);
+	CHECK(bench_options_check(&o, why, sizeof(why)) == -1);
+	/* without @SIZE: the sweep's last step */
+	CHECK(bench_option_set(&o, BENCH_OPT_MIN_BUSBW, "5", why,
+	    sizeof(why)) == 0);
+	CHECK(bench_options_check(&o, why, sizeof(why)) == 0);
+	CHECK(bench_gated(&o, 512, 512) && !bench_gated(&o, 256, 512));
+	CHECK(bench_option_set(&o, 'r', "3", why, sizeof(why)) == 0 &&
+	    o.root == 3);
+	CHECK(bench_option_set(&o, 'r', "-1", why, sizeof(why)) == -1);
+	CHECK(strstr(why, "--root '-1'") != NULL);
 }
 
 static void
@@ -500,6 +555,7 @@ main(void)
 	TEST_RUN(test_check_reduce);
 	TEST_RUN(test_check_bytes);
 	TEST_RUN(test_parse);
+	TEST_RUN(test_prod_and_gate);
 	TEST_RUN(test_options);
 	TEST_RUN(test_below_min);
 	TEST_RUN(test_digest);
