@@ -52,6 +52,17 @@ void cli_warn(const char *fmt, ...) CLI_PRINTF(1, 2);
  * "silvic-ring: rank 1: listening on 127.0.0.1:4000". */
 void cli_status(const char *fmt, ...) CLI_PRINTF(1, 2);
 void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
+/*
+ * Progress while a rank waits (for the address list, for its neighbours):
+ * cli_progress_ms is the interval, 0 for none (cli_ring_open sets it from
+ * --progress-interval when stderr is a terminal or with -v).
+ * cli_progress_due says whether a line is due now, *next_at holding the
+ * time of the next one (0 at first: the first is due one interval after
+ * that call).  cli_progress prints one, like cli_error.
+ */
+extern int64_t cli_progress_ms;
+bool cli_progress_due(int64_t *next_at);
+void cli_progress(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* A usage error: message, then "try 'silvic-ring --help'"; returns
  * EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -115,6 +126,7 @@ struct cli_ring {
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
 	const char *congestion;	/* --tcp-congestion; NULL: the system's */
+	double progress;	/* --progress-interval seconds */
 };
 
 enum {
@@ -133,6 +145,7 @@ enum {
 	OPT_KEY_FILE,
 	OPT_INTEGRITY,
 	OPT_TCP_CONGESTION,
+	OPT_PROGRESS_INTERVAL,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -153,7 +166,8 @@ enum {
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
-	{ "verbose", no_argument, NULL, OPT_VERBOSE }
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
+	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }
 
 /* The help text of those options, for each command's --help. */
 extern const char cli_ring_help[];

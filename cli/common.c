@@ -15,6 +15,7 @@
 volatile int cli_interrupted;
 int cli_verbosity;
 int64_t cli_rank = -1;
+int64_t cli_progress_ms;
 
 static void
 on_signal(int sig)
@@ -91,6 +92,34 @@ cli_debug(const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	vmessage("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+bool
+cli_progress_due(int64_t *next_at)
+{
+	int64_t now = cli_now_ns(), every = cli_progress_ms * 1000000;
+
+	if (cli_progress_ms <= 0)
+		return false;
+	if (*next_at == 0) {
+		*next_at = now + every;
+		return false;
+	}
+	if (now < *next_at)
+		return false;
+	while (*next_at <= now)
+		*next_at += every;
+	return true;
+}
+
+void
+cli_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
 	va_end(ap);
 }
 

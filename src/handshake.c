@@ -90,6 +90,8 @@ struct formation {
 	const struct sr_ring_options *options;
 	bool keyed;
 	int64_t started, deadline;
+	int64_t progress_at;	/* the next on_progress, 0: not yet set */
+	const char *prev_address;	/* the list's, for on_progress */
 	struct connector c;
 	struct acceptor a;
 };
@@ -676,6 +678,41 @@ timeout_message(struct formation *f, struct sr_error *err)
 	    "timed out after %s waiting for %s%s", took, waited, rejected);
 }
 
+/* Tells the caller where formation stands, every progress_ms; returns
+ * when the loop must wake up for the next time (or INT64_MAX). */
+static int64_t
+progress(struct formation *f, int64_t now)
+{
+	const struct sr_ring_options *o = f->options;
+	struct sr_progress p;
+
+	if (o->on_progress == NULL || o->progress_ms <= 0)
+		return INT64_MAX;
+	if (f->progress_at == 0)
+		f->progress_at = f->started + o->progress_ms * 1000000;
+	if (now < f->progress_at)
+		return f->progress_at;
+	memset(&p, 0, sizeof(p));
+	p.rank = f->rank;
+	p.world = f->world;
+	p.next = f->c.peer;
+	p.prev = f->a.expected;
+	p.next_address = f->c.address;
+	p.prev_address = f->prev_address;
+	p.next_connected = f->c.state == CONNECT_TALK ||
+	    f->c.state == CONNECT_DONE;
+	p.next_ready = f->c.state == CONNECT_DONE;
+	p.prev_ready = f->a.prev_fd >= 0;
+	p.pending = f->a.npending;
+	p.rejected = f->a.rejected;
+	p.elapsed_ms = (now - f->started) / 1000000;
+	p.left_ms = (f->deadline - now) / 1000000;
+	o->on_progress(o->progress_arg, &p);
+	while (f->progress_at <= now)
+		f->progress_at += o->progress_ms * 1000000;
+	return f->progress_at;
+}
+
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
@@ -684,7 +721,7 @@ form_loop(struct formation *f, struct sr_error *err)
 	struct acceptor *a = &f->a;
 
 	for (;;) {
-		int64_t now = sr_clock_ns(), wake = f->deadline;
+		int64_t now = sr_clock_ns(), wake = f->deadline, next;
 		int nfds = 0, cidx = -1, lidx = -1, rc;
 
 		if (c->state == CONNECT_DONE && a->prev_fd >= 0)
@@ -699,6 +736,8 @@ form_loop(struct formation *f, struct sr_error *err)
 			return -1;
 		}
 		pending_expire(f, now);
+		if ((next = progress(f, now)) < wake)
+			wake = next;
 		if (c->state == CONNECT_BACKOFF) {
 			if (now >= c->retry_at) {
 				if (connector_progress(f, 0, err) != 0)
@@ -798,6 +837,7 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	f.c.fd = -1;
 	f.c.peer = (rank + 1) % world;
 	f.c.address = addresses[f.c.peer];
+	f.prev_address = addresses[(rank + world - 1) % world];
 	f.c.backoff = BACKOFF_FIRST_NS;
 	f.c.state = CONNECT_BACKOFF;
 	f.c.retry_at = f.started;
