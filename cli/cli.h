@@ -29,7 +29,8 @@ enum cli_exit {
 	EXIT_THRESHOLD = 6,	/* bench: busbw below --min-busbw */
 	EXIT_AUTH = 7,		/* authentication failed */
 	EXIT_INTERNAL = 8,	/* out of memory, output could not be written */
-	EXIT_INTERRUPTED = 130	/* SIGINT or SIGTERM */
+	EXIT_INTERRUPTED = 130,	/* SIGINT or SIGTERM */
+	EXIT_PIPE = 141		/* stdout's reader went away: 128 + SIGPIPE */
 };
 
 /* Set by the SIGINT/SIGTERM handler; the core's cancel flag points here. */
@@ -37,6 +38,9 @@ extern volatile int cli_interrupted;
 /* Installs SIGINT/SIGTERM handlers (without SA_RESTART) and ignores
  * SIGPIPE. */
 void cli_signals_install(void);
+/* Ends the process as a SIGPIPE would (status 141 to the shell), quietly;
+ * returns EXIT_PIPE should it survive. */
+int cli_exit_pipe(void);
 
 /* ----------------------------------------------------------- messages */
 
@@ -185,11 +189,29 @@ int cli_ring_option(struct cli_ring *opts, int c, const char *arg);
  * after --dry-run printed the plan, with EXIT_OK returned and *ring NULL).
  * On failure the error was reported and the exit status is returned.
  * hosts gets the address list (world entries, owned by the caller: free
- * with cli_addresses_free) when non-NULL.
+ * with cli_addresses_free) when non-NULL.  Gives SIGPIPE back its default
+ * action: a rank whose standard output is gone dies of it, as cat does.
  */
 int cli_ring_open(struct cli_ring *opts, struct sr_ring **ring,
     char ***addresses, uint64_t *world);
 void cli_addresses_free(char **addresses, uint64_t world);
+
+/*
+ * launch checks its command once before starting ranks: it runs the
+ * command's own option parsing with cli_preflight set, and the command,
+ * once its options are parsed and before it does anything, hands over
+ * what launch needs (cli_preflight_stop returns true: the command then
+ * returns EXIT_OK at once).  Without cli_preflight it returns false.
+ */
+struct cli_preflight {
+	bool reached;		/* the command's options were all good */
+	bool json, csv, dry_run, script_stdin;
+	int64_t port;		/* --port, -1 for none */
+	double timeout;		/* --timeout */
+};
+extern struct cli_preflight *cli_preflight;
+bool cli_preflight_stop(const struct cli_ring *opts, bool csv,
+    const char *script);
 
 /* ---------------------------------------------------------- commands */
 

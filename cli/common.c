@@ -16,6 +16,7 @@ volatile int cli_interrupted;
 int cli_verbosity;
 int64_t cli_rank = -1;
 int64_t cli_progress_ms;
+struct cli_preflight *cli_preflight;
 
 static void
 on_signal(int sig)
@@ -36,6 +37,14 @@ cli_signals_install(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+int
+cli_exit_pipe(void)
+{
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+	return EXIT_PIPE;
 }
 
 static void
@@ -93,6 +102,23 @@ cli_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmessage("debug: ", fmt, ap);
 	va_end(ap);
+}
+
+bool
+cli_preflight_stop(const struct cli_ring *opts, bool csv, const char *script)
+{
+	struct cli_preflight *p = cli_preflight;
+
+	if (p == NULL)
+		return false;
+	p->reached = true;
+	p->json = opts->json;
+	p->csv = csv;
+	p->dry_run = opts->dry_run;
+	p->script_stdin = script == NULL || strcmp(script, "/dev/stdin") == 0;
+	p->port = opts->port;
+	p->timeout = opts->timeout;
+	return true;
 }
 
 bool

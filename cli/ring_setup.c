@@ -4,6 +4,7 @@
  * rank and world, derive the token, form the ring.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -392,7 +393,17 @@ publish(struct setup *s)
 	const char *address = sr_listener_address(s->listener);
 	char why[600], line[SR_ADDR_MAX + 2];
 
-	if (s->opts->print_address) {
+	if (s->opts->print_address && s->opts->json) {
+		fputs("{\"type\":\"address\",\"rank\":", stdout);
+		if (s->rank >= 0)
+			printf("%lld", (long long)s->rank);
+		else
+			fputs("null", stdout);
+		fputs(",\"address\":", stdout);
+		json_string(stdout, address);
+		fputs("}\n", stdout);
+		fflush(stdout);
+	} else if (s->opts->print_address) {
 		printf("%s\n", address);
 		fflush(stdout);
 	}
@@ -655,6 +666,7 @@ obtain_list(struct setup *s)
 			    "size is %lld (%s) but no address list was given; "
 			    "pass --peers", (long long)s->world, s->world_source);
 		/* A world of one: no sockets, unless asked to publish. */
+		s->rank = 0;
 		if ((s->opts->print_address || s->opts->address_file) &&
 		    (bind_ephemeral(s) != 0 || publish(s) != 0))
 			return -1;
@@ -773,6 +785,9 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	struct setup s;
 	int rc = -1;
 
+	/* A rank whose reader went away (| head) ends as cat does, by
+	 * SIGPIPE; the core's sockets never raise it (MSG_NOSIGNAL). */
+	signal(SIGPIPE, SIG_DFL);
 	memset(&s, 0, sizeof(s));
 	s.rank = s.world = -1;
 	s.opts = opts;

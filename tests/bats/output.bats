@@ -72,3 +72,182 @@ rank0_alone() {
 	grep -Eq "waiting for dir:$T/d: 2 of 3 addresses; present rank 0 \(127\.0\.0\.1:[0-9]+\), 1 \($a1\); missing rank 2; [0-9.]+s left$" "$T/r0.err"
 	grep -Fq "dir:$T/d: 2 of 3 addresses after 5s; missing rank 2; the world size is 3: did you start 3 ranks?" "$T/r0.err"
 }
+
+# ------------------------------------------------------------ launch output
+
+SCRIPT='allreduce sum i64 1 {rank}
+expect {world} {world}*({world}-1)/2
+'
+
+@test "launch: bench --csv is rank 0's CSV alone, one header, untagged" {
+	run --separate-stderr timeout 120 "$SR" launch -n 3 bench -b 1K -e 4K -n 2 -w 1 --min-time 0 --csv </dev/null
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | "$PY" -c '
+import csv, sys
+rows = list(csv.reader(sys.stdin))
+assert rows[0][0] == "collective" and rows[0][1] == "size", rows[0]
+assert len(rows) == 4, rows
+assert sum(r[0] == "collective" for r in rows) == 1, rows
+for r in rows[1:]:
+    assert len(r) == len(rows[0]) and r[0] == "allreduce" and r[5] == "3", r
+'
+}
+
+@test "launch: run --json is rank 0's JSON lines, ending with the summary" {
+	printf '%s' "$SCRIPT" >"$T/script"
+	run --separate-stderr timeout 60 "$SR" launch -n 3 run --json --timeout 30 <"$T/script"
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" | "$PY" -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert [r["type"] for r in recs] == ["result", "expect", "summary"], recs
+assert all(r["rank"] == 0 for r in recs), recs
+s = recs[-1]
+assert s["world"] == 3 and len(s["addresses"]) == 3, s
+assert all(a.startswith("127.0.0.1:") for a in s["addresses"]), s
+assert s["statements"] == 2 and s["status"] == "ok" and s["exit"] == 0, s
+assert isinstance(s["form_s"], float) and s["form_s"] >= 0, s
+'
+}
+
+@test "launch: a typo in the command's options is one error, before any rank starts" {
+	run --separate-stderr timeout 60 "$SR" launch -n 3 run --frobnicate </dev/null
+	echo "status $status; stderr: $stderr"
+	[ "$status" -eq 2 ]
+	[ "$(grep -c "unknown option '--frobnicate'" <<<"$stderr")" -eq 1 ]
+	[ "$(grep -c '^silvic-ring: ' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "silvic-ring: run: unknown option '--frobnicate'"* ]]
+	[[ "$stderr" != *"rank "* ]]
+	run --separate-stderr timeout 60 "$SR" launch -n 3 bench -d f16 </dev/null
+	echo "status $status; stderr: $stderr"
+	[ "$status" -eq 2 ]
+	[ "$(grep -c '^silvic-ring: ' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "silvic-ring: bench: "*"f16"* ]]
+}
+
+@test "launch: refuses to hand one --port to all its ranks" {
+	run --separate-stderr timeout 60 "$SR" launch -n 3 run --port 5000 </dev/null
+	echo "status $status; stderr: $stderr"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "silvic-ring: launch: --port 5000 would be the same for all 3 ranks, and only one of them can bind it; leave it out (each rank then binds a free port)"* ]]
+	[ "$(grep -c '^silvic-ring: ' <<<"$stderr")" -eq 1 ]
+	# Abbreviated, as the ranks would read it; port 0 and one rank are fine.
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --po=5000 </dev/null
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--port 5000 would be the same for all 2 ranks"* ]]
+	printf '%s' "$SCRIPT" >"$T/script"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 run --port 0 --timeout 30 <"$T/script"
+	echo "status $status; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[1] line 2: expect = ok"* ]]
+}
+
+@test "launch: abbreviated long options mean what they mean to the ranks" {
+	printf '%s' "$SCRIPT" >"$T/script"
+	# --scr is --script: the ranks do not read stdin, so a stdin that
+	# never ends (this shell holds the FIFO's write end) holds nothing up.
+	mkfifo "$T/stdin"
+	exec 7<>"$T/stdin"
+	run --separate-stderr timeout 20 "$SR" launch -n 2 run --scr "$T/script" --time 30 --js <"$T/stdin" 7>&-
+	exec 7>&-
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	# --js is --json: machine output, rank 0's alone.
+	[ "${#lines[@]}" -eq 3 ]
+	printf '%s\n' "$output" | "$PY" -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert [r["rank"] for r in recs] == [0, 0, 0], recs
+assert recs[-1]["type"] == "summary" and recs[-1]["world"] == 2, recs[-1]
+'
+}
+
+@test "launch: tags are on human lines only, and --no-tag-output drops them" {
+	printf '%s' "$SCRIPT" >"$T/script"
+	run --separate-stderr timeout 60 "$SR" launch -n 2 --no-tag-output run -v --timeout 30 <"$T/script"
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^line 2: expect = ok$' <<<"$output")" -eq 2 ]
+	[[ "$output" != *"["* ]]
+	[[ "$stderr" == *$'\n'"silvic-ring: rank 1: ring ready (world 2)"* || "$stderr" == "silvic-ring: rank 1: ring ready (world 2)"* ]]
+	[[ "$stderr" != *"] silvic-ring"* ]]
+	run --separate-stderr timeout 60 "$SR" launch -l -n 2 run -v --timeout 30 <"$T/script"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"[0] line 2: expect = ok"* ]]
+	[[ "$output" == *"[1] line 2: expect = ok"* ]]
+	[[ "$stderr" == *"[1] silvic-ring: rank 1: ring ready (world 2)"* ]]
+	# The bench table is machine output: rank 0's, untagged even so.
+	run --separate-stderr timeout 120 "$SR" launch -l -n 2 bench -b 1K -e 1K -n 2 -w 1 --min-time 0 </dev/null
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "# silvic-ring "*" bench: world 2"* ]]
+	[[ "$output" == *$'\n'"# check: passed"* ]]
+	[[ "$output" != *"["[0-9]"]"* ]]
+}
+
+# ------------------------------------------------------ machine output for CI
+
+@test "run --json ends with a summary record, also when the script fails" {
+	run --separate-stderr timeout 60 "$SR" run --json --host 127.0.0.1 --print-address <<<'allreduce sum i64 5
+expect 6'
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 1 ]
+	printf '%s\n' "$output" | "$PY" -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert [r["type"] for r in recs] == ["address", "result", "error", "summary"], recs
+a, s = recs[0], recs[-1]
+assert a["rank"] == 0 and a["address"].startswith("127.0.0.1:"), a
+assert s["rank"] == 0 and s["world"] == 1 and s["addresses"] == [a["address"]], s
+assert s["statements"] == 2 and s["status"] == "check" and s["exit"] == 1, s
+assert s["form_s"] >= 0, s
+'
+	# A list that never completes: no time to form, the status says why.
+	printf '127.0.0.1:1\n' >"$T/list"
+	run --separate-stderr timeout 60 "$SR" run --json --peers "$T/list" --world 2 --timeout 0.5 <<<'barrier'
+	echo "status $status; stdout: $output; stderr: $stderr"
+	[ "$status" -eq 3 ]
+	printf '%s\n' "$output" | "$PY" -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert [r["type"] for r in recs] == ["error", "summary"], recs
+s = recs[-1]
+assert s["form_s"] is None and s["world"] is None and s["addresses"] == [], s
+assert s["statements"] == 1 and s["status"] == "rendezvous" and s["exit"] == 3, s
+'
+}
+
+@test "--print-address with --json is a JSON record" {
+	mkdir -m 700 "$T/d"
+	bg r0 "$SR" run --print-address --json --peers "dir:$T/d" --rank 1 --world 2 --token j \
+		--host 127.0.0.1 --timeout 30 </dev/null
+	wait_line "$T/r0.out" '^\{'
+	kill "$BG_PID"
+	head -n 1 "$T/r0.out" | "$PY" -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+assert r["type"] == "address" and r["rank"] == 1, r
+assert r["address"].startswith("127.0.0.1:") and int(r["address"].split(":")[1]) > 0, r
+'
+}
+
+@test "a reader that goes away (| head -1) ends the job quietly, as with cat: status 141" {
+	yes 'allreduce sum i64 1' | head -n 20000 >"$T/big" || true
+	run timeout 60 bash -c 'set -o pipefail; "$0" run --json --script "$1" </dev/null 2>"$2" | head -n 1 >/dev/null' \
+		"$SR" "$T/big" "$T/err"
+	cat "$T/err"
+	[ "$status" -eq 141 ]
+	[ ! -s "$T/err" ]
+	run timeout 60 bash -c 'set -o pipefail; "$0" launch -n 3 run --timeout 30 --json --script "$1" </dev/null 2>"$2" | head -n 1 >/dev/null' \
+		"$SR" "$T/big" "$T/err"
+	cat "$T/err"
+	[ "$status" -eq 141 ]
+	[ ! -s "$T/err" ]
+	run timeout 60 bash -c 'set -o pipefail; "$0" launch -n 2 run --timeout 30 --script "$1" </dev/null 2>"$2" | head -n 1 >/dev/null' \
+		"$SR" "$T/big" "$T/err"
+	cat "$T/err"
+	[ "$status" -eq 141 ]
+	[ ! -s "$T/err" ]
+}
