@@ -697,11 +697,15 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		free(b.data);
 		if (rc <= 0)
 			return rc;
-		if (cli_progress_due(&progress_at))
+		if (cli_progress_due(&progress_at)) {
+			left = (h->deadline - cli_now_ns()) / 1000000;
+			left = left < 0 ? 0 : left >= 10000 ? left / 1000 * 1000 :
+			    left / 100 * 100;
 			cli_progress("waiting for the address list at %s: %s; "
-			    "%llds left", h->shown, h->said[0] ? h->said :
+			    "%gs left", h->shown, h->said[0] ? h->said :
 			    h->failure[0] ? h->failure : "no answer yet",
-			    (long long)((h->deadline - cli_now_ns()) / 1000000000));
+			    (double)left / 1000);
+		}
 		if (rc == 2)
 			continue;
 		if (backoff(h, &delay, err) != 0)

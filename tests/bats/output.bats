@@ -44,7 +44,7 @@ rank0_alone() {
 	wait_exit "$BG_PID" 30
 	cat "$T/rank0.err"
 	[ "$WAIT_STATUS" -eq 4 ]
-	! grep -q 'forming the ring\|waiting for the address list' "$T/rank0.err"
+	[ "$(grep -c 'forming the ring\|waiting for the address list' "$T/rank0.err")" -eq 0 ]
 	grep -Fq "did you start 2 ranks?" "$T/rank0.err"
 	[ "$(wc -l <"$T/rank0.err")" -eq 1 ]
 }
@@ -250,4 +250,20 @@ assert r["address"].startswith("127.0.0.1:") and int(r["address"].split(":")[1])
 	cat "$T/err"
 	[ "$status" -eq 141 ]
 	[ ! -s "$T/err" ]
+}
+
+@test "progress: an HTTP rendezvous says what the server said, and the time left" {
+	if ! "$SR" --version | grep -q 'http rendezvous: yes'; then
+		echo "this build has no HTTP rendezvous (install libcurl and libmicrohttpd)" >&2
+		return 1
+	fi
+	bg serve "$SR" serve
+	wait_line "$T/serve.out" '^http://'
+	url=$(head -n 1 "$T/serve.out")
+	run --separate-stderr timeout 30 "$SR" run --peers "${url}jobs/j" --world 2 --rank 0 \
+		--host 127.0.0.1 --timeout 2 --progress-interval 0.2 -v </dev/null
+	echo "status $status; stderr: $stderr"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" =~ "waiting for the address list at ${url}jobs/j: not yet: 1 of 2 ranks; missing 1; "[0-9.]+"s left" ]]
+	[[ "$stderr" == *"the world size is 2: did you start 2 ranks?"* ]]
 }
