@@ -4,8 +4,10 @@
  * Every line goes out in one writev, so lines of different ranks never
  * mix.  A plain line longer than LAUNCH_LINE_MAX goes out in tagged
  * pieces; a JSON record grows the buffer instead, as a record cut in two
- * is no record at all.  Nothing here blocks on the rank's pipe or looks
- * at what a line says beyond its first byte.
+ * is no record at all.  Machine output (LAUNCH_RAW) is one rank's only,
+ * so it needs no lines: its bytes go out as they come.  Nothing here
+ * blocks on the rank's pipe or looks at what a line says beyond its
+ * first byte.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -20,6 +20,7 @@
 
 #define DEFAULT_TIMEOUT 60.0
 #define DEFAULT_PROGRESS 10.0
+#define PROGRESS_MAX 86400	/* s: a longer interval is a day */
 /* A key file is a secret, not a document: anything longer is a mistake. */
 #define KEY_MAX 4096
 
@@ -796,8 +797,9 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	s.deadline = cli_now_ns() + (int64_t)(opts->timeout * 1e9);
 	/* Silence for a whole --timeout looks like a hang to a person. */
 	if (cli_verbosity >= 1 || isatty(2))
-		cli_progress_ms = (int64_t)(opts->progress * 1000) > 0 ?
-		    (int64_t)(opts->progress * 1000) : 1;
+		cli_progress_ms = opts->progress >= PROGRESS_MAX ?
+		    PROGRESS_MAX * 1000 : opts->progress < 0.001 ? 1 :
+		    (int64_t)(opts->progress * 1000);
 	if (load_key(&s) == 0 && resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
 	    derive_token(&s) == 0) {
 		cli_rank = s.rank;

@@ -686,7 +686,9 @@ progress(struct formation *f, int64_t now)
 	const struct sr_ring_options *o = f->options;
 	struct sr_progress p;
 
-	if (o->on_progress == NULL || o->progress_ms <= 0)
+	/* Beyond the timeout it would never be due (nor overflow). */
+	if (o->on_progress == NULL || o->progress_ms <= 0 ||
+	    o->progress_ms > o->timeout_ms)
 		return INT64_MAX;
 	if (f->progress_at == 0)
 		f->progress_at = f->started + o->progress_ms * 1000000;
