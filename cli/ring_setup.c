@@ -633,7 +633,8 @@ on_progress(void *arg, const struct sr_progress *p)
 }
 
 /* A timeout while ranks gather: say how many were expected, from the
- * list ("the list hosts.txt has 3 entries") or the world size. */
+ * list ("the address list (hosts.txt) has 3 entries") or the world
+ * size. */
 static void
 did_you_start(struct setup *s, uint64_t world, bool listed)
 {
