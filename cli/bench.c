@@ -1140,6 +1140,8 @@ cmd_bench(int argc, char **argv)
 	bench_options_init(&o);
 	if ((rc = parse(argc, argv, &ropts, &o)) != 0)
 		return rc < 0 ? EXIT_OK : rc;
+	if (cli_preflight_stop(&ropts, o.csv, ""))
+		return EXIT_OK;
 	cli_signals_install();
 	memset(&s, 0, sizeof(s));
 	rc = cli_ring_open(&ropts, &s.ring, &addresses, &world);

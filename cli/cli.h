@@ -29,7 +29,8 @@ enum cli_exit {
 	EXIT_THRESHOLD = 6,	/* bench: busbw below --min-busbw */
 	EXIT_AUTH = 7,		/* authentication failed */
 	EXIT_INTERNAL = 8,	/* out of memory, output could not be written */
-	EXIT_INTERRUPTED = 130	/* SIGINT or SIGTERM */
+	EXIT_INTERRUPTED = 130,	/* SIGINT or SIGTERM */
+	EXIT_PIPE = 141		/* stdout's reader went away: 128 + SIGPIPE */
 };
 
 /* Set by the SIGINT/SIGTERM handler; the core's cancel flag points here. */
@@ -37,6 +38,9 @@ extern volatile int cli_interrupted;
 /* Installs SIGINT/SIGTERM handlers (without SA_RESTART) and ignores
  * SIGPIPE. */
 void cli_signals_install(void);
+/* Ends the process as a SIGPIPE would (status 141 to the shell), quietly;
+ * returns EXIT_PIPE should it survive. */
+int cli_exit_pipe(void);
 
 /* ----------------------------------------------------------- messages */
 
@@ -52,6 +56,17 @@ void cli_warn(const char *fmt, ...) CLI_PRINTF(1, 2);
  * "silvic-ring: rank 1: listening on 127.0.0.1:4000". */
 void cli_status(const char *fmt, ...) CLI_PRINTF(1, 2);
 void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
+/*
+ * Progress while a rank waits (for the address list, for its neighbours):
+ * cli_progress_ms is the interval, 0 for none (cli_ring_open sets it from
+ * --progress-interval when stderr is a terminal or with -v).
+ * cli_progress_due says whether a line is due now, *next_at holding the
+ * time of the next one (0 at first: the first is due one interval after
+ * that call).  cli_progress prints one, like cli_error.
+ */
+extern int64_t cli_progress_ms;
+bool cli_progress_due(int64_t *next_at);
+void cli_progress(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* A usage error: message, then "try 'silvic-ring --help'"; returns
  * EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -115,6 +130,7 @@ struct cli_ring {
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
 	const char *congestion;	/* --tcp-congestion; NULL: the system's */
+	double progress;	/* --progress-interval seconds */
 };
 
 enum {
@@ -133,6 +149,7 @@ enum {
 	OPT_KEY_FILE,
 	OPT_INTEGRITY,
 	OPT_TCP_CONGESTION,
+	OPT_PROGRESS_INTERVAL,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -153,7 +170,8 @@ enum {
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
-	{ "verbose", no_argument, NULL, OPT_VERBOSE }
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
+	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }
 
 /* The help text of those options, for each command's --help. */
 extern const char cli_ring_help[];
@@ -171,11 +189,29 @@ int cli_ring_option(struct cli_ring *opts, int c, const char *arg);
  * after --dry-run printed the plan, with EXIT_OK returned and *ring NULL).
  * On failure the error was reported and the exit status is returned.
  * hosts gets the address list (world entries, owned by the caller: free
- * with cli_addresses_free) when non-NULL.
+ * with cli_addresses_free) when non-NULL.  Gives SIGPIPE back its default
+ * action: a rank whose standard output is gone dies of it, as cat does.
  */
 int cli_ring_open(struct cli_ring *opts, struct sr_ring **ring,
     char ***addresses, uint64_t *world);
 void cli_addresses_free(char **addresses, uint64_t world);
+
+/*
+ * launch checks its command once before starting ranks: it runs the
+ * command's own option parsing with cli_preflight set, and the command,
+ * once its options are parsed and before it does anything, hands over
+ * what launch needs (cli_preflight_stop returns true: the command then
+ * returns EXIT_OK at once).  Without cli_preflight it returns false.
+ */
+struct cli_preflight {
+	bool reached;		/* the command's options were all good */
+	bool json, csv, dry_run, script_stdin;
+	int64_t port;		/* --port, -1 for none */
+	double timeout;		/* --timeout */
+};
+extern struct cli_preflight *cli_preflight;
+bool cli_preflight_stop(const struct cli_ring *opts, bool csv,
+    const char *script);
 
 /* ---------------------------------------------------------- commands */
 

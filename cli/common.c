@@ -15,6 +15,8 @@
 volatile int cli_interrupted;
 int cli_verbosity;
 int64_t cli_rank = -1;
+int64_t cli_progress_ms;
+struct cli_preflight *cli_preflight;
 
 static void
 on_signal(int sig)
@@ -35,6 +37,14 @@ cli_signals_install(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+int
+cli_exit_pipe(void)
+{
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+	return EXIT_PIPE;
 }
 
 static void
@@ -91,6 +101,51 @@ cli_debug(const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	vmessage("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+bool
+cli_preflight_stop(const struct cli_ring *opts, bool csv, const char *script)
+{
+	struct cli_preflight *p = cli_preflight;
+
+	if (p == NULL)
+		return false;
+	p->reached = true;
+	p->json = opts->json;
+	p->csv = csv;
+	p->dry_run = opts->dry_run;
+	p->script_stdin = script == NULL || strcmp(script, "/dev/stdin") == 0;
+	p->port = opts->port;
+	p->timeout = opts->timeout;
+	return true;
+}
+
+bool
+cli_progress_due(int64_t *next_at)
+{
+	int64_t now = cli_now_ns(), every = cli_progress_ms * 1000000;
+
+	if (cli_progress_ms <= 0)
+		return false;
+	if (*next_at == 0) {
+		*next_at = now + every;
+		return false;
+	}
+	if (now < *next_at)
+		return false;
+	while (*next_at <= now)
+		*next_at += every;
+	return true;
+}
+
+void
+cli_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
 	va_end(ap);
 }
 

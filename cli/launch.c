@@ -35,21 +35,28 @@
 #define RANK_TIMEOUT	60.0		/* the ranks' default --timeout */
 #define ADDRESS_SLACK	5.0		/* the launcher waits this much longer */
 
-enum { OPT_GRACE = OPT_COMMAND_BASE };
+enum { OPT_GRACE = OPT_COMMAND_BASE, OPT_NO_TAG };
 
 const char usage_launch[] =
-"usage: silvic-ring launch -n N [--grace SECONDS] [--] COMMAND [ARGS...]\n"
+"usage: silvic-ring launch -n N [-l|--no-tag-output] [--grace SECONDS] [--]\n"
+"           COMMAND [ARGS...]\n"
 "\n"
 "Runs N ranks of 'silvic-ring COMMAND ARGS...' on this machine, hands\n"
 "them each other's addresses, gives each the same stdin (if it reads it:\n"
 "run without --script or --dry-run; others get /dev/null), and forwards\n"
-"their output line by line: JSON records as they are, other lines\n"
-"prefixed with \"[RANK] \".  Exits with the status of the first rank that\n"
-"failed; the others then get the grace period, SIGTERM, and SIGKILL 1s\n"
-"later.  Ranks of run or bench that have not all published their address\n"
-"within their --timeout plus 5s are stopped the same way (status 3).\n"
+"their output line by line, each human-readable line prefixed with\n"
+"\"[RANK] \".  Machine output (--json, --csv, the bench table) is rank\n"
+"0's stdout alone, untagged and byte for byte.  The command's options are\n"
+"checked once before any rank starts.  Exits with the status of the first\n"
+"rank that failed; the others then get the grace period, SIGTERM, and\n"
+"SIGKILL 1s later.  Ranks of run or bench that have not all published\n"
+"their address within their --timeout plus 5s are stopped the same way\n"
+"(status 3).\n"
 "\n"
 "  -n, --ranks N            how many ranks to start (1 to 1024)\n"
+"  -l, --tag-output         prefix every human-readable line with its rank\n"
+"                           (the default)\n"
+"      --no-tag-output      forward the ranks' lines as they are\n"
 "      --grace SECONDS      how long the other ranks have to fail on their\n"
 "                           own once one failed (default 3)\n"
 "  -h, --help               this text\n"
@@ -80,7 +87,11 @@ struct launch {
 	size_t list_len;
 	int published;
 	double address_s;	/* the ranks have to publish; 0: no limit */
+	bool tag;		/* --tag-output (the default) */
+	bool machine;		/* stdout is rank 0's, byte for byte */
+	struct cli_preflight command;	/* the command's options, checked */
 	bool bad_address, bad_output, interrupted;
+	bool broken_pipe;	/* our stdout's reader went away */
 	int status;		/* of the first rank that failed, or 0 */
 	/* The self-pipe, then each rank's stdout, stderr, address socket
 	 * and stdin; -1 where there is nothing to wait for. */
@@ -114,10 +125,33 @@ close_fd(int *fd)
 
 /* ------------------------------------------------------------ output */
 
+/*
+ * Once our stdout's reader is gone (| head) the job ends as a pipeline
+ * does: every rank gets SIGPIPE, which run and bench die of quietly (a
+ * rank that ignores it is killed a second later), and so does the
+ * launcher, at the end.
+ */
+static void
+broken_pipe(struct launch *l)
+{
+	if (l->broken_pipe)
+		return;
+	l->broken_pipe = true;
+	for (int r = 0; r < l->started; r++)
+		if (l->ranks[r].pid > 0)
+			kill(l->ranks[r].pid, SIGPIPE);
+	l->term_at = 0;
+	l->kill_at = cli_now_ns() + KILL_AFTER_NS;
+}
+
 static void
 forward(struct launch *l, struct launch_stream *s, int reads)
 {
-	if (launch_stream_read(s, reads) != 0)
+	if (launch_stream_read(s, reads) == 0)
+		return;
+	if (s->broken && s->to == 1)
+		broken_pipe(l);
+	else
 		l->bad_output = true;
 }
 
@@ -221,8 +255,9 @@ fail(struct launch *l, int r)
 {
 	struct rank *k = &l->ranks[r];
 
-	/* A rank SIGINT reached along with the launcher is no failure. */
-	if (l->status != 0 || cli_interrupted)
+	/* A rank SIGINT reached along with the launcher is no failure,
+	 * nor one that died of the pipe we closed on it. */
+	if (l->status != 0 || cli_interrupted || l->broken_pipe)
 		return;
 	l->status = k->status;
 	if (k->addr_len == 0 && l->world > 1 && !l->bad_address)
@@ -483,6 +518,8 @@ parse(struct launch *l, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "ranks", required_argument, NULL, 'n' },
+		{ "tag-output", no_argument, NULL, 'l' },
+		{ "no-tag-output", no_argument, NULL, OPT_NO_TAG },
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -493,8 +530,10 @@ parse(struct launch *l, int argc, char **argv)
 
 	opterr = 0;
 	optind = 0;	/* glibc: start afresh, reading the '+' */
-	while ((c = getopt_long(argc, argv, "+:n:h", longopts, NULL)) != -1) {
-		if (c == 'n' && cli_parse_uint(optarg, 1, RANKS_MAX, &n) == 0)
+	while ((c = getopt_long(argc, argv, "+:n:lh", longopts, NULL)) != -1) {
+		if (c == 'l' || c == OPT_NO_TAG)
+			l->tag = c == 'l';
+		else if (c == 'n' && cli_parse_uint(optarg, 1, RANKS_MAX, &n) == 0)
 			l->world = (int)n;
 		else if (c == 'n')
 			return cli_usage_error("launch: -n '%s' is not a number "
@@ -535,41 +574,95 @@ parse(struct launch *l, int argc, char **argv)
 	return 0;
 }
 
-/* The value of the ranks' option NAME, as "NAME V" or "NAME=V" (the
- * last counts), "" for a NAME last; NULL without it.  Exact names only:
- * an abbreviation getopt would take goes unnoticed. */
-static const char *
-command_option(const struct launch *l, const char *name)
-{
-	size_t n = strlen(name);
-	const char *value = NULL;
+/* main.c's: the preflight parses the command exactly as a rank would. */
+int main(int argc, char **argv);
 
-	for (char **a = l->argv + 1; *a != NULL && strcmp(*a, "--") != 0; a++)
-		if (strncmp(*a, name, n) == 0 && (*a)[n] == '=')
-			value = *a + n + 1;
-		else if (strcmp(*a, name) == 0)
-			value = a[1] != NULL ? a[1] : "";
-	return value;
+/*
+ * Runs the command's own option parsing once, in a child that stops
+ * right after it (cli_preflight), so that a typo is one error, not one per
+ * rank, and options mean what they mean to the ranks, abbreviations
+ * included.  0 with l->command filled (reached false for a command that
+ * forms no ring: help, --version), else the status to exit with.
+ */
+static int
+preflight(struct launch *l)
+{
+	static const struct option none[] = { { NULL, 0, NULL, 0 } };
+	char *reset[] = { l->argv[0], NULL };
+	int fds[2], st, argc = 0;
+	ssize_t n = 0, got;
+	pid_t pid;
+
+	/* serve has no such stop: parsing it would serve. */
+	if (strcmp(l->argv[1], "serve") == 0)
+		return 0;
+	while (l->argv[argc] != NULL)
+		argc++;
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		cli_error("cannot create a pipe: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		struct cli_preflight p = { .port = -1 };
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		/* Help goes nowhere; the ranks print it. */
+		if (null < 0 || dup2(null, 1) < 0)
+			_exit(EXIT_INTERNAL);
+		/* glibc's getopt starts afresh (and forgets our '+') only
+		 * when called with optind 0. */
+		optind = 0;
+		getopt_long(1, reset, "", none, NULL);
+		cli_preflight = &p;
+		st = main(argc, l->argv);
+		fflush(NULL);
+		if (write(fds[1], &p, sizeof(p)) != (ssize_t)sizeof(p))
+			_exit(EXIT_INTERNAL);
+		_exit(st);
+	}
+	close(fds[1]);
+	while (pid > 0 && n < (ssize_t)sizeof(l->command) &&
+	    ((got = read(fds[0], (char *)&l->command + n,
+	    sizeof(l->command) - (size_t)n)) > 0 || (got < 0 &&
+	    errno == EINTR)))
+		n += got > 0 ? got : 0;
+	close(fds[0]);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || !WIFEXITED(st)) {
+		cli_error("cannot check the command: %s", pid < 0 ?
+		    strerror(errno) : "the check died");
+		return EXIT_INTERNAL;
+	}
+	if (WEXITSTATUS(st) != 0)
+		return WEXITSTATUS(st);
+	if (n != (ssize_t)sizeof(l->command))
+		memset(&l->command, 0, sizeof(l->command));
+	if (l->command.reached && l->command.port > 0 && l->world > 1)
+		return cli_usage_error("launch: --port %lld would be the same "
+		    "for all %d ranks, and only one of them can bind it; leave "
+		    "it out (each rank then binds a free port)",
+		    (long long)l->command.port, l->world);
+	return 0;
 }
 
 /* Only run reads stdin, for its script; run and bench form a ring and
- * publish an address within their --timeout. */
+ * publish an address within their --timeout, and bench's stdout, like
+ * --json's and --csv's, is machine output. */
 static void
 command_inspect(struct launch *l)
 {
-	const char *first = l->argv[1], *script, *timeout;
+	const struct cli_preflight *c = &l->command;
+	const char *first = l->argv[1];
 	bool run = strcmp(first, "run") == 0 || first[0] == '-';
-	double seconds = RANK_TIMEOUT;
+	bool bench = strcmp(first, "bench") == 0;
 
-	script = command_option(l, "--script");
-	l->share_stdin = run && !isatty(0) && (script == NULL ||
-	    strcmp(script, "/dev/stdin") == 0) &&
-	    command_option(l, "--dry-run") == NULL;
-	/* A bad value is the ranks' usage error to report. */
-	if ((timeout = command_option(l, "--timeout")) != NULL)
-		cli_parse_seconds(timeout, &seconds);
-	if (run || strcmp(first, "bench") == 0)
-		l->address_s = seconds + ADDRESS_SLACK;
+	if (!c->reached)
+		return;
+	l->share_stdin = run && !isatty(0) && c->script_stdin && !c->dry_run;
+	l->address_s = c->timeout + ADDRESS_SLACK;
+	l->machine = !c->dry_run && (c->json || c->csv || bench);
 }
 
 /* Every rank gets the same bytes, so they are read whole first. */
@@ -650,8 +743,11 @@ prepare(struct launch *l)
 		return EXIT_INTERNAL;
 	}
 	for (int r = 0; r < l->world; r++) {
-		launch_stream_init(&l->ranks[r].out, r, 1);
-		launch_stream_init(&l->ranks[r].err, r, 2);
+		enum launch_mode human = l->tag ? LAUNCH_TAG : LAUNCH_PLAIN;
+
+		launch_stream_init(&l->ranks[r].out, r, 1, !l->machine ? human :
+		    r == 0 ? LAUNCH_RAW : LAUNCH_DROP);
+		launch_stream_init(&l->ranks[r].err, r, 2, human);
 		l->ranks[r].ctl = l->ranks[r].in = -1;
 	}
 	return 0;
@@ -660,6 +756,8 @@ prepare(struct launch *l)
 static int
 outcome(struct launch *l)
 {
+	if (l->broken_pipe)
+		return EXIT_PIPE;
 	if (l->interrupted || cli_interrupted)
 		return EXIT_INTERRUPTED;
 	if (l->status != 0)
@@ -713,11 +811,15 @@ cmd_launch(int argc, char **argv)
 
 	memset(&l, 0, sizeof(l));
 	l.grace = 3;
-	if ((rc = parse(&l, argc, argv)) == 0 && (rc = prepare(&l)) == 0) {
+	l.tag = true;
+	if ((rc = parse(&l, argc, argv)) == 0 && (rc = preflight(&l)) == 0 &&
+	    (rc = prepare(&l)) == 0) {
 		start_all(&l);
 		run_loop(&l);
 		rc = outcome(&l);
 	}
 	cleanup(&l);
+	if (rc == EXIT_PIPE)
+		return cli_exit_pipe();
 	return rc < 0 ? EXIT_OK : rc;
 }

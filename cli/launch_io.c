@@ -4,8 +4,10 @@
  * Every line goes out in one writev, so lines of different ranks never
  * mix.  A plain line longer than LAUNCH_LINE_MAX goes out in tagged
  * pieces; a JSON record grows the buffer instead, as a record cut in two
- * is no record at all.  Nothing here blocks on the rank's pipe or looks
- * at what a line says beyond its first byte.
+ * is no record at all.  Machine output (LAUNCH_RAW) is one rank's only,
+ * so it needs no lines: its bytes go out as they come.  Nothing here
+ * blocks on the rank's pipe or looks at what a line says beyond its
+ * first byte.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,9 +20,11 @@
 #include "launch_io.h"
 
 void
-launch_stream_init(struct launch_stream *s, int rank, int to)
+launch_stream_init(struct launch_stream *s, int rank, int to,
+    enum launch_mode mode)
 {
-	*s = (struct launch_stream){ .fd = -1, .to = to, .rank = rank };
+	*s = (struct launch_stream){ .fd = -1, .to = to, .rank = rank,
+	    .mode = mode };
 }
 
 void
@@ -56,14 +60,17 @@ emit(struct launch_stream *s, char *p, size_t n)
 	int left = 3;
 	ssize_t w;
 
-	if (s->cut || s->to != 1 || n == 0 || p[0] != '{')
+	if (s->mode == LAUNCH_TAG && (s->cut || s->to != 1 || n == 0 ||
+	    p[0] != '{'))
 		iov[0].iov_len = (size_t)snprintf(tag, sizeof(tag), "[%d] ",
 		    s->rank);
 	while (left > 0) {
 		if ((w = writev(s->to, v, left)) < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
+		if (w < 0) {
+			s->broken = errno == EPIPE;
 			return -1;
+		}
 		for (; left > 0 && (size_t)w >= v->iov_len; v++, left--)
 			w -= (ssize_t)v->iov_len;
 		if (left > 0) {
@@ -142,6 +149,26 @@ fit(struct launch_stream *s)
 	return 0;
 }
 
+/* Machine output: what the rank wrote, as it wrote it (or nothing). */
+static int
+pass(struct launch_stream *s, size_t n)
+{
+	size_t off = 0;
+	ssize_t w;
+
+	while (s->mode == LAUNCH_RAW && off < n) {
+		if ((w = write(s->to, s->buf + off, n - off)) < 0 &&
+		    errno == EINTR)
+			continue;
+		if (w < 0) {
+			s->broken = errno == EPIPE;
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	return 0;
+}
+
 int
 launch_stream_read(struct launch_stream *s, int reads)
 {
@@ -154,6 +181,10 @@ launch_stream_read(struct launch_stream *s, int reads)
 		n = read(s->fd, s->buf + s->len, s->cap - s->len);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			break;
+		if (n > 0 && (s->mode == LAUNCH_RAW || s->mode == LAUNCH_DROP)) {
+			rc |= pass(s, (size_t)n);
+			continue;
+		}
 		if (n <= 0) {
 			if (s->len > 0)
 				rc |= emit(s, s->buf, s->len);

@@ -168,12 +168,39 @@ file_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 	return file_read_list(r, world, list, &have, &exists, err);
 }
 
+/* The seconds left until deadline, for a progress line. */
+static double
+left_s(int64_t deadline)
+{
+	int64_t ms = (deadline - cli_now_ns()) / 1000000;
+
+	return ms <= 0 ? 0 : ms >= 10000 ? (double)(ms / 1000) :
+	    (double)(ms / 100) / 10;
+}
+
+static void
+file_progress(struct rendezvous *r, int64_t world, uint64_t have,
+    bool exists, int64_t deadline)
+{
+	if (!exists)
+		cli_progress("waiting for the address list %s: the file does "
+		    "not exist yet; %gs left", r->source, left_s(deadline));
+	else if (world >= 0)
+		cli_progress("waiting for the address list %s: it lists %llu "
+		    "of %lld addresses; %gs left", r->source,
+		    (unsigned long long)have, (long long)world, left_s(deadline));
+	else
+		cli_progress("waiting for the address list %s: it lists no "
+		    "address yet; %gs left", r->source, left_s(deadline));
+}
+
 static int
 file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
 	uint64_t have = 0;
 	bool exists = false;
+	int64_t progress_at = 0;
 	int rc;
 
 	cli_status("waiting for the address list in %s", r->source);
@@ -183,6 +210,8 @@ file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			return rc > 0 ? 0 : -1;
 		if (cli_now_ns() >= deadline)
 			break;
+		if (cli_progress_due(&progress_at))
+			file_progress(r, world, have, exists, deadline);
 		if (cli_nap(POLL_MS, deadline) != 0) {
 			interrupted(err, r->source);
 			return -1;
@@ -416,13 +445,35 @@ dir_missing(char **slots, int64_t world, char *buf, size_t size)
 		}
 }
 
+/* Who has published so far, with their addresses, and who has not. */
+static void
+dir_progress(struct rendezvous *r, char **slots, int64_t world, int64_t have,
+    int64_t deadline)
+{
+	char there[400] = "", missing[200];
+	int shown = 0;
+
+	for (int64_t i = 0; i < world && shown < 8; i++)
+		if (slots[i] != NULL) {
+			size_t n = strlen(there);
+
+			snprintf(there + n, sizeof(there) - n, "%s%lld (%s)",
+			    shown++ ? ", " : "; present rank ", (long long)i,
+			    slots[i]);
+		}
+	dir_missing(slots, world, missing, sizeof(missing));
+	cli_progress("waiting for dir:%s: %lld of %lld addresses%s%s; %gs left",
+	    r->source, (long long)have, (long long)world, there, missing,
+	    left_s(deadline));
+}
+
 static int
 dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
 	char missing[200];
 	char **slots = calloc((size_t)world, sizeof(char *));
-	int64_t have = 0;
+	int64_t have = 0, progress_at = 0;
 	int rc = -1;
 
 	if (slots == NULL) {
@@ -445,6 +496,8 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			    missing);
 			break;
 		}
+		if (cli_progress_due(&progress_at))
+			dir_progress(r, slots, world, have, deadline);
 		if (cli_nap(POLL_MS, deadline) != 0) {
 			interrupted(err, r->source);
 			break;

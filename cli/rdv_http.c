@@ -695,7 +695,7 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	struct http *h = state(r, err);
 	int delay = BACKOFF_FIRST_MS, rc;
 	char url[8192];
-	int64_t left;
+	int64_t left, progress_at = 0;
 	long status, wait;
 	struct body b;
 
@@ -720,6 +720,9 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		wait = h->is_static || left < 2000 ? 0 : (left - 1000) / 1000;
 		if (wait > LONG_POLL_S)
 			wait = LONG_POLL_S;
+		/* Back in time for the next progress line. */
+		if (cli_progress_ms > 0 && wait > cli_progress_ms / 1000)
+			wait = cli_progress_ms / 1000;
 		poll_url(r, h, wait, url, sizeof(url));
 		rc = exchange(h, url, NULL, LIST_MAX, &b, &status, err);
 		if (rc < 0)
@@ -746,6 +749,15 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		free(b.data);
 		if (rc <= 0)
 			return rc;
+		if (cli_progress_due(&progress_at)) {
+			left = (h->deadline - cli_now_ns()) / 1000000;
+			left = left < 0 ? 0 : left >= 10000 ? left / 1000 * 1000 :
+			    left / 100 * 100;
+			cli_progress("waiting for the address list at %s: %s; "
+			    "%gs left", h->shown, h->said[0] ? h->said :
+			    h->failure[0] ? h->failure : "no answer yet",
+			    (double)left / 1000);
+		}
 		if (rc == 2)
 			continue;
 		if (backoff(h, &delay, err) != 0)

@@ -4,6 +4,7 @@
  * rank and world, derive the token, form the ring.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 #include "rendezvous.h"
 
 #define DEFAULT_TIMEOUT 60.0
+#define DEFAULT_PROGRESS 10.0
+#define PROGRESS_MAX 86400	/* s: a longer interval is a day */
 /* A key file is a secret, not a document: anything longer is a mistake. */
 #define KEY_MAX 4096
 
@@ -56,7 +59,11 @@ const char cli_ring_help[] =
 "                           pacing slows the ring), system, or a name the\n"
 "                           kernel offers (reno, cubic, ...)\n"
 "      --json               JSON lines on stdout\n"
-"  -v, --verbose            status lines on stderr (-vv: debug)\n";
+"  -v, --verbose            status lines on stderr (-vv: debug)\n"
+"      --progress-interval SECONDS  while waiting for the list or the\n"
+"                           neighbours, say who is there and who is missing\n"
+"                           this often (default 10; shown with -v or when\n"
+"                           stderr is a terminal)\n";
 
 void
 cli_ring_init(struct cli_ring *opts)
@@ -67,6 +74,7 @@ cli_ring_init(struct cli_ring *opts)
 	opts->world = -1;
 	opts->timeout = DEFAULT_TIMEOUT;
 	opts->congestion = "auto";
+	opts->progress = DEFAULT_PROGRESS;
 }
 
 int
@@ -149,6 +157,13 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_VERBOSE:
 		cli_verbosity++;
+		return 1;
+	case OPT_PROGRESS_INTERVAL:
+		if (cli_parse_seconds(arg, &opts->progress) != 0) {
+			cli_usage_error("--progress-interval '%s' is not a "
+			    "positive number of seconds", arg);
+			return -1;
+		}
 		return 1;
 	default:
 		return 0;
@@ -379,7 +394,17 @@ publish(struct setup *s)
 	const char *address = sr_listener_address(s->listener);
 	char why[600], line[SR_ADDR_MAX + 2];
 
-	if (s->opts->print_address) {
+	if (s->opts->print_address && s->opts->json) {
+		fputs("{\"type\":\"address\",\"rank\":", stdout);
+		if (s->rank >= 0)
+			printf("%lld", (long long)s->rank);
+		else
+			fputs("null", stdout);
+		fputs(",\"address\":", stdout);
+		json_string(stdout, address);
+		fputs("}\n", stdout);
+		fflush(stdout);
+	} else if (s->opts->print_address) {
 		printf("%s\n", address);
 		fflush(stdout);
 	}
@@ -562,6 +587,73 @@ on_stray(void *arg, const char *from, const char *reason)
 		    from, reason, strays);
 }
 
+/* "50s", "2.8s": the time left in a progress line. */
+static void
+seconds_left(int64_t ms, char *buf, size_t size)
+{
+	if (ms < 0)
+		ms = 0;
+	snprintf(buf, size, "%gs", ms >= 10000 ? (double)(ms / 1000) :
+	    (double)(ms / 100) / 10);
+}
+
+/* Where formation stands (sr_progress_fn): who is there, who is not. */
+static void
+on_progress(void *arg, const struct sr_progress *p)
+{
+	char there[300] = "", missing[400] = "", extra[80] = "", left[32];
+	size_t n;
+
+	if (p->next_ready)
+		snprintf(there, sizeof(there), "connected to rank %u (%s)",
+		    p->next, p->next_address);
+	else
+		snprintf(missing, sizeof(missing), "rank %u (%s) to %s", p->next,
+		    p->next_address, p->next_connected ? "answer the handshake" :
+		    "accept a connection");
+	if (p->prev_ready) {
+		n = strlen(there);
+		snprintf(there + n, sizeof(there) - n, "%saccepted rank %u (%s)",
+		    n ? ", " : "", p->prev, p->prev_address);
+	} else if (missing[0] != '\0' && p->prev == p->next) {
+		n = strlen(missing);
+		snprintf(missing + n, sizeof(missing) - n, " and to connect");
+	} else {
+		n = strlen(missing);
+		snprintf(missing + n, sizeof(missing) - n, "%srank %u (%s) to "
+		    "connect", n ? " and for " : "", p->prev, p->prev_address);
+	}
+	if (p->pending > 0 || p->rejected > 0)
+		snprintf(extra, sizeof(extra), " (%d connection(s) in their "
+		    "hello, %lu rejected)", p->pending, p->rejected);
+	seconds_left(p->left_ms, left, sizeof(left));
+	cli_progress("forming the ring: %s%s%s%s%s; %s left", there,
+	    there[0] && missing[0] ? "; " : "", missing[0] ? "waiting for " :
+	    "", missing, extra, left);
+}
+
+/* A timeout while ranks gather: say how many were expected, from the
+ * list ("the address list (hosts.txt) has 3 entries") or the world
+ * size. */
+static void
+did_you_start(struct setup *s, uint64_t world, bool listed)
+{
+	size_t n = strlen(s->err.message), left = sizeof(s->err.message) - n;
+	unsigned long long w = (unsigned long long)world;
+
+	if (s->err.code != SR_ETIMEOUT || world < 2 ||
+	    s->rdv.backend == &rendezvous_launch)
+		return;
+	if (listed)
+		snprintf(s->err.message + n, left, "; the address list%s%s%s "
+		    "has %llu entries: did you start %llu ranks?",
+		    s->rdv.source ? " (" : "", s->rdv.source ? s->rdv.source :
+		    "", s->rdv.source ? ")" : "", w, w);
+	else
+		snprintf(s->err.message + n, left, "; the world size is %llu: "
+		    "did you start %llu ranks?", w, w);
+}
+
 static int
 obtain_list(struct setup *s)
 {
@@ -576,6 +668,7 @@ obtain_list(struct setup *s)
 			    "size is %lld (%s) but no address list was given; "
 			    "pass --peers", (long long)s->world, s->world_source);
 		/* A world of one: no sockets, unless asked to publish. */
+		s->rank = 0;
 		if ((s->opts->print_address || s->opts->address_file) &&
 		    (bind_ephemeral(s) != 0 || publish(s) != 0))
 			return -1;
@@ -623,8 +716,11 @@ obtain_list(struct setup *s)
 	if (bind_ephemeral(s) != 0 || publish(s) != 0)
 		return -1;
 	if (s->rdv.backend->wait(&s->rdv, s->world, s->deadline, &s->list,
-		&s->err) != 0)
+		&s->err) != 0) {
+		if (s->rdv.backend != &rendezvous_file && s->world > 0)
+			did_you_start(s, (uint64_t)s->world, false);
 		return -1;
+	}
 	if (s->rank < 0 && find_self(s, sr_listener_address(s->listener)) != 0)
 		return -1;
 	return check_world(s);
@@ -642,6 +738,8 @@ form(struct setup *s, struct sr_ring **ring)
 		options.timeout_ms = 1;
 	options.cancel = &cli_interrupted;
 	options.on_stray = on_stray;
+	options.on_progress = on_progress;
+	options.progress_ms = cli_progress_ms;
 	options.integrity = s->opts->integrity;
 	options.congestion = s->opts->congestion;
 	if (s->key_len > 0) {
@@ -652,6 +750,7 @@ form(struct setup *s, struct sr_ring **ring)
 		(const char *const *)s->list.addr, s->list.n, s->token, &options,
 		&s->err) != 0) {
 		s->listener = NULL;
+		did_you_start(s, s->list.n, true);
 		return -1;
 	}
 	s->listener = NULL;
@@ -688,12 +787,20 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	struct setup s;
 	int rc = -1;
 
+	/* A rank whose reader went away (| head) ends as cat does, by
+	 * SIGPIPE; the core's sockets never raise it (MSG_NOSIGNAL). */
+	signal(SIGPIPE, SIG_DFL);
 	memset(&s, 0, sizeof(s));
 	s.rank = s.world = -1;
 	s.opts = opts;
 	sr_error_clear(&s.err);
 	*ring = NULL;
 	s.deadline = cli_now_ns() + (int64_t)(opts->timeout * 1e9);
+	/* Silence for a whole --timeout looks like a hang to a person. */
+	if (cli_verbosity >= 1 || isatty(2))
+		cli_progress_ms = opts->progress >= PROGRESS_MAX ?
+		    PROGRESS_MAX * 1000 : opts->progress < 0.001 ? 1 :
+		    (int64_t)(opts->progress * 1000);
 	if (load_key(&s) == 0 && resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
 	    derive_token(&s) == 0) {
 		cli_rank = s.rank;

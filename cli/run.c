@@ -121,6 +121,72 @@ load_script(const char *path, bool json, struct script **out)
 	return EXIT_OK;
 }
 
+/* The name of an exit status, for the summary record. */
+static const char *
+status_name(int rc)
+{
+	switch (rc) {
+	case EXIT_OK:
+		return "ok";
+	case EXIT_CHECK:
+		return "check";
+	case EXIT_USAGE:
+		return "usage";
+	case EXIT_RENDEZVOUS:
+		return "rendezvous";
+	case EXIT_FORMATION:
+		return "formation";
+	case EXIT_COLLECTIVE:
+		return "collective";
+	case EXIT_AUTH:
+		return "auth";
+	case EXIT_INTERRUPTED:
+		return "interrupted";
+	default:
+		return "internal";
+	}
+}
+
+/*
+ * The last record of run --json, for CI to gate on: who formed the ring,
+ * how long that took (null when it did not form), the script's size and
+ * the exit status.
+ */
+static void
+summary(const struct sr_ring *ring, char **addresses, uint64_t world,
+    const struct script *script, double form_s, int rc)
+{
+	fputs("{\"type\":\"summary\",\"rank\":", stdout);
+	if (ring != NULL)
+		printf("%u", sr_ring_rank(ring));
+	else if (cli_rank >= 0)
+		printf("%lld", (long long)cli_rank);
+	else
+		fputs("null", stdout);
+	fputs(",\"world\":", stdout);
+	if (addresses != NULL)
+		printf("%llu", (unsigned long long)world);
+	else
+		fputs("null", stdout);
+	fputs(",\"addresses\":[", stdout);
+	for (uint64_t i = 0; addresses != NULL && i < world; i++) {
+		fputs(i ? "," : "", stdout);
+		json_string(stdout, addresses[i]);
+	}
+	fputs("],\"statements\":", stdout);
+	if (script != NULL)
+		printf("%zu", script_statements(script));
+	else
+		fputs("null", stdout);
+	if (form_s >= 0)
+		printf(",\"form_s\":%.6f", form_s);
+	else
+		fputs(",\"form_s\":null", stdout);
+	fputs(",\"status\":", stdout);
+	json_string(stdout, status_name(rc));
+	printf(",\"exit\":%d}\n", rc);
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -134,6 +200,10 @@ cmd_run(int argc, char **argv)
 	struct script *script = NULL;
 	struct sr_ring *ring = NULL;
 	const char *script_path = NULL;
+	char **addresses = NULL;
+	uint64_t world = 0;
+	double form_s = -1;
+	int64_t started;
 	int c, rc;
 
 	cli_ring_init(&opts);
@@ -165,15 +235,25 @@ cmd_run(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("run: unexpected argument '%s'",
 		    argv[optind]);
+	if (cli_preflight_stop(&opts, false, script_path))
+		return EXIT_OK;
 	cli_signals_install();
 	if (!opts.dry_run &&
-	    (rc = load_script(script_path, opts.json, &script)) != 0)
+	    (rc = load_script(script_path, opts.json, &script)) != 0) {
+		if (opts.json)
+			summary(NULL, NULL, 0, NULL, -1, rc);
 		return rc;
-	rc = cli_ring_open(&opts, &ring, NULL, NULL);
-	if (rc == EXIT_OK && ring != NULL) {
-		rc = script_run(script, ring, stdout, opts.json);
-		sr_ring_close(ring);
 	}
+	started = cli_now_ns();
+	rc = cli_ring_open(&opts, &ring, &addresses, &world);
+	if (rc == EXIT_OK && ring != NULL) {
+		form_s = (double)(cli_now_ns() - started) / 1e9;
+		rc = script_run(script, ring, stdout, opts.json);
+	}
+	if (opts.json && !opts.dry_run)
+		summary(ring, addresses, world, script, form_s, rc);
+	sr_ring_close(ring);
+	cli_addresses_free(addresses, world);
 	script_free(script);
 	if (fflush(stdout) != 0 && rc == EXIT_OK) {
 		cli_error("writing the results: %s", strerror(errno));

@@ -387,6 +387,43 @@ form_leave(struct formation *f, const struct sr_error *err)
 	return true;
 }
 
+/* Tells the caller where formation stands, every progress_ms; returns
+ * when the loop must wake up for the next time (or INT64_MAX). */
+static int64_t
+progress(struct formation *f, int64_t now)
+{
+	const struct sr_ring_options *o = f->options;
+	struct sr_progress p;
+
+	/* Beyond the timeout it would never be due (nor overflow). */
+	if (o->on_progress == NULL || o->progress_ms <= 0 ||
+	    o->progress_ms > o->timeout_ms)
+		return INT64_MAX;
+	if (f->progress_at == 0)
+		f->progress_at = f->started + o->progress_ms * 1000000;
+	if (now < f->progress_at)
+		return f->progress_at;
+	memset(&p, 0, sizeof(p));
+	p.rank = f->rank;
+	p.world = f->world;
+	p.next = f->c.peer;
+	p.prev = f->a.expected;
+	p.next_address = f->c.address;
+	p.prev_address = f->prev_address;
+	p.next_connected = f->c.state == CONNECT_TALK ||
+	    f->c.state == CONNECT_DONE;
+	p.next_ready = f->c.state == CONNECT_DONE;
+	p.prev_ready = f->a.prev_fd >= 0;
+	p.pending = f->a.npending;
+	p.rejected = f->a.rejected;
+	p.elapsed_ms = (now - f->started) / 1000000;
+	p.left_ms = (f->deadline - now) / 1000000;
+	o->on_progress(o->progress_arg, &p);
+	while (f->progress_at <= now)
+		f->progress_at += o->progress_ms * 1000000;
+	return f->progress_at;
+}
+
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
@@ -395,7 +432,7 @@ form_loop(struct formation *f, struct sr_error *err)
 	struct acceptor *a = &f->a;
 
 	for (;;) {
-		int64_t now = sr_clock_ns();
+		int64_t now = sr_clock_ns(), next;
 		int64_t wake = f->leaving ? f->leave_by : f->deadline;
 		int nfds = 0, cidx = -1, lidx = -1, rc;
 
@@ -414,6 +451,8 @@ form_loop(struct formation *f, struct sr_error *err)
 			return -1;
 		}
 		sr_acceptor_expire(f, now);
+		if ((next = progress(f, now)) < wake)
+			wake = next;
 		if (c->state == CONNECT_BACKOFF) {
 			if (now >= c->retry_at) {
 				if (connector_progress(f, 0, err) != 0 &&
@@ -526,6 +565,7 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	f.c.fd = -1;
 	f.c.peer = (rank + 1) % world;
 	f.c.address = addresses[f.c.peer];
+	f.prev_address = addresses[(rank + world - 1) % world];
 	f.c.backoff = BACKOFF_FIRST_NS;
 	f.c.state = CONNECT_BACKOFF;
 	f.c.retry_at = f.started;

@@ -93,6 +93,8 @@ struct formation {
 	 * wrong by itself. */
 	bool leaving, told_prev;
 	int64_t leave_by;
+	int64_t progress_at;	/* the next on_progress, 0: not yet set */
+	const char *prev_address;	/* the list's, for on_progress */
 	struct connector c;
 	struct acceptor a;
 };

@@ -159,6 +159,27 @@ struct sr_ring;
 typedef void (*sr_stray_fn)(void *arg, const char *peer_address,
     const char *reason);
 
+/*
+ * Where a forming ring stands, for a caller that shows it while it waits
+ * (the core never prints).  A rank only ever waits for its two
+ * neighbours: it dials the next rank and accepts the previous one.
+ */
+struct sr_progress {
+	uint32_t rank, world;
+	uint32_t next, prev;		/* the neighbours' ranks */
+	const char *next_address;	/* the address dialled for next */
+	const char *prev_address;	/* the list's address for prev */
+	bool next_connected;	/* a TCP connection to next is up */
+	bool next_ready;	/* and its handshake is done */
+	bool prev_ready;	/* prev connected and its handshake is done */
+	int pending;		/* accepted connections still in their hello */
+	unsigned long rejected;	/* connections rejected so far */
+	int64_t elapsed_ms, left_ms;	/* since formation began; until the
+					 * timeout */
+};
+
+typedef void (*sr_progress_fn)(void *arg, const struct sr_progress *progress);
+
 struct sr_ring_options {
 	/* Bounds formation, then any silence while a collective waits;
 	 * milliseconds, > 0. */
@@ -197,6 +218,15 @@ struct sr_ring_options {
 	 * unprivileged process, allows); sr_congestion_check tells first.
 	 */
 	const char *congestion;
+	/*
+	 * Told where formation stands every progress_ms milliseconds
+	 * while it waits (first after progress_ms), when non-NULL and
+	 * progress_ms > 0.  Called from the formation loop: it must not
+	 * call back into the ring.
+	 */
+	sr_progress_fn on_progress;
+	void *progress_arg;
+	int64_t progress_ms;
 };
 
 /* The longest congestion control name, with its NUL (the kernel's). */

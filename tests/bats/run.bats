@@ -123,10 +123,10 @@ S
 	[[ "$output" == *"<stdin>:2: expect failed"* ]]
 }
 
-@test "--json prints one valid JSON object per statement" {
+@test "--json prints one valid JSON object per statement, then the summary" {
 	run bash -c "printf 'allreduce sum i64 5\nexpect 5\nallgather x\n' | '$SR' run --json"
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 3 ]
+	[ "${#lines[@]}" -eq 4 ]
 	printf '%s\n' "${lines[@]}" | python3 -c '
 import json, sys
 recs = [json.loads(l) for l in sys.stdin]
@@ -134,6 +134,7 @@ assert recs[0]["type"] == "result" and recs[0]["result"] == [5], recs[0]
 assert recs[0]["rank"] == 0 and recs[0]["line"] == 1
 assert recs[1] == {"type": "expect", "rank": 0, "line": 2, "ok": True}, recs[1]
 assert recs[2]["result"] == ["x"], recs[2]
+assert recs[3]["type"] == "summary" and recs[3]["statements"] == 3, recs[3]
 '
 }
 
@@ -143,7 +144,8 @@ assert recs[2]["result"] == ["x"], recs[2]
 	printf '%s\n' "${lines[@]}" | python3 -c '
 import json, sys
 recs = [json.loads(l) for l in sys.stdin]
-assert recs[-1]["type"] == "error" and recs[-1]["code"] == "expect", recs[-1]
+assert recs[-2]["type"] == "error" and recs[-2]["code"] == "expect", recs[-2]
+assert recs[-1]["type"] == "summary" and recs[-1]["exit"] == 1, recs[-1]
 '
 }
 
