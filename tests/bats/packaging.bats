@@ -17,6 +17,14 @@ sr_make() {
 	make -C "$TOP" --no-print-directory V= $san "$@"
 }
 
+# The sanitizers of the build under test: a program linked against an
+# instrumented library needs them too.
+san_flags() {
+	[ "$(basename "${SR_BUILD_DIR:-build}")" = build-san ] &&
+		echo -fsanitize=address,undefined
+	return 0
+}
+
 # Whether this tree is a git checkout (else an unpacked `make dist`).
 in_git() {
 	[ "$(git -C "$TOP" rev-parse --show-toplevel 2>/dev/null)" = "$TOP" ]
@@ -141,7 +149,7 @@ EOF
 	fi
 	write_program "$BATS_TEST_TMPDIR/prog.c"
 	# shellcheck disable=SC2086
-	cc -Wall -Werror $cflags -o "$BATS_TEST_TMPDIR/prog-shared" \
+	cc -Wall -Werror $(san_flags) $cflags -o "$BATS_TEST_TMPDIR/prog-shared" \
 	    "$BATS_TEST_TMPDIR/prog.c" $libs
 	run readelf -d "$BATS_TEST_TMPDIR/prog-shared"
 	[[ "$output" == *"Shared library: [libsilvic_ring.so."* ]]
@@ -152,7 +160,7 @@ EOF
 	[[ "$output" == *"libsilvic_ring.so."*" => $root/usr/local/lib/libsilvic_ring.so."* ]]
 	# Static: the archive, and what --static adds (libcrypto).
 	# shellcheck disable=SC2086
-	cc -Wall -Werror $cflags -o "$BATS_TEST_TMPDIR/prog-static" \
+	cc -Wall -Werror $(san_flags) $cflags -o "$BATS_TEST_TMPDIR/prog-static" \
 	    "$BATS_TEST_TMPDIR/prog.c" ${static/-lsilvic_ring/-l:libsilvic_ring.a}
 	run readelf -d "$BATS_TEST_TMPDIR/prog-static"
 	[[ "$output" != *"libsilvic_ring"* ]]
