@@ -303,3 +303,44 @@ complete_words() {
 	[[ "$output" != *"CC "* ]]
 	[[ "$output" != *"LD "* ]]
 }
+
+# fake_tools DIR: a dpkg-query that finds no package and an id that is
+# not root, first on PATH: a fresh machine seen by a user.
+fake_tools() {
+	mkdir -p "$1"
+	printf '#!/bin/sh\nexit 1\n' >"$1/dpkg-query"
+	printf '#!/bin/sh\n[ "$1" = -u ] && echo 1000 && exit 0\nexec /usr/bin/id "$@"\n' >"$1/id"
+	chmod +x "$1/dpkg-query" "$1/id"
+}
+
+@test "install-deps: --build lists the build's libraries; the tests' list has time and curl" {
+	fake_tools "$BATS_TEST_TMPDIR/bin"
+	PATH=$BATS_TEST_TMPDIR/bin:$PATH run "$TOP/scripts/install-deps" --build --check
+	[ "$status" -eq 1 ]
+	[ "$output" = "missing: build-essential pkg-config libcurl4-openssl-dev libmicrohttpd-dev libssl-dev" ]
+	PATH=$BATS_TEST_TMPDIR/bin:$PATH run "$TOP/scripts/install-deps" --check
+	[ "$status" -eq 1 ]
+	local p
+	for p in libcurl4-openssl-dev bats python3 curl time iproute2 procps git; do
+		[[ " ${output#missing: } " == *" $p "* ]] ||
+			{ echo "$p is not in: $output" >&2; return 1; }
+	done
+	PATH=$BATS_TEST_TMPDIR/bin:$PATH run "$TOP/scripts/install-deps" --build
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "install-deps: missing packages: build-essential pkg-config libcurl4-openssl-dev libmicrohttpd-dev libssl-dev" ]
+	[ "${lines[1]}" = "install-deps: run as root: sudo scripts/install-deps --build" ]
+	run "$TOP/scripts/install-deps" --frobnicate
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown option '--frobnicate'"* ]]
+}
+
+@test "make demo as a user on a machine without the libraries says what is missing, then runs with what is there" {
+	fake_tools "$BATS_TEST_TMPDIR/bin"
+	PATH=$BATS_TEST_TMPDIR/bin:$PATH run sr_make demo
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"install-deps: missing packages: build-essential pkg-config"* ]]
+	[[ "$output" == *"make demo: going on with what is installed (see silvic-ring --version)"* ]]
+	[[ "$output" == *"barrier = ok"* ]]
+	# install-deps ran before the build (which finds what it installed).
+	[[ "${output%%make demo: going on*}" != *"line 2: allreduce"* ]]
+}
