@@ -184,14 +184,20 @@ join() {
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "silvic-ring $(version)" ]
 	[[ "${lines[1]}" == "features: "*"http rendezvous: "* ]]
-	local want
+	# The revision: git's, else the tarball's REVISION, else none (a
+	# checkout git will not read, say another user's).
+	local want=
 	if in_git; then
 		want=$(git -C "$TOP" describe --always --dirty)
-	else
+	elif [ -f "$TOP/REVISION" ]; then
 		want=$(cat "$TOP/REVISION")
 	fi
-	[ -n "$want" ]
-	[ "${lines[2]}" = "revision: $want" ]
+	if [ -n "$want" ]; then
+		[ "${lines[2]}" = "revision: $want" ]
+		lines=("${lines[@]:0:2}" "${lines[@]:3}")
+	else
+		[[ "$output" != *"revision:"* ]]
+	fi
 	local built=() running=()
 	if [[ "${lines[1]}" == *"http rendezvous: yes"* ]]; then
 		built+=("libcurl $(pkg-config --modversion libcurl)"
@@ -203,11 +209,12 @@ join() {
 		running+=("libcrypto [0-9.]+[a-z]*")
 	fi
 	if [ ${#built[@]} -eq 0 ]; then
-		[ "${lines[3]}" = "built with: no optional library" ]
-		[ ${#lines[@]} -eq 4 ]
+		[ "${lines[2]}" = "built with: no optional library" ]
+		[ ${#lines[@]} -eq 3 ]
 	else
-		[ "${lines[3]}" = "built with: $(join "${built[@]}")" ]
-		[[ "${lines[4]}" =~ ^"running with: "$(join "${running[@]}")$ ]]
+		[ "${lines[2]}" = "built with: $(join "${built[@]}")" ]
+		[[ "${lines[3]}" =~ ^"running with: "$(join "${running[@]}")$ ]]
+		[ ${#lines[@]} -eq 4 ]
 	fi
 }
 
@@ -253,6 +260,12 @@ complete_words() {
 	local out=$BATS_TEST_TMPDIR/dist name
 	name=silvic-ring-$(version)
 	run sr_make dist DIST_DIR="$out"
+	if ! in_git && [ ! -f "$TOP/MANIFEST" ]; then
+		# No list of files to ship: a clear refusal.
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"dist: $TOP is neither a git checkout nor an unpacked tarball (no MANIFEST)"* ]]
+		return 0
+	fi
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"dist: $out/$name.tar.gz ("* ]]
 	[ -f "$out/$name.tar.gz" ]
