@@ -110,6 +110,11 @@ EOF
 	else
 		[[ "$output" != *"libcrypto"* ]]
 	fi
+	# make uninstall takes every file back.
+	run sr_make uninstall DESTDIR="$root"
+	[ "$status" -eq 0 ]
+	run find "$root" ! -type d
+	[ "$output" = "" ]
 }
 
 @test "the shared library exports exactly the functions silvic_ring.h declares" {
