@@ -1,6 +1,6 @@
 /*
- * usage.c - the help texts and the version.  The man page says the same
- * at more length; a test checks every long option appears in both.
+ * usage.c - the help texts (--version is version.c's).  The man page says
+ * the same at more length; a test checks every long option appears in both.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,19 +54,4 @@ usage_help(const char *command)
 			return EXIT_OK;
 		}
 	return cli_usage_error("help: '%s' is not a command", command);
-}
-
-int
-usage_version(void)
-{
-	printf("silvic-ring %s\n", SR_VERSION);
-	printf("features: ring core, launch, bench, http rendezvous: %s, "
-	    "authentication: %s\n", SR_BUILD_HTTP ? "yes" : "no",
-#ifdef SR_HAVE_CRYPTO
-	    "yes"
-#else
-	    "no"
-#endif
-	    );
-	return EXIT_OK;
 }

@@ -25,6 +25,14 @@
 extern "C" {
 #endif
 
+/*
+ * The core is built with -fvisibility=hidden: its shared library exports
+ * what this header declares, and nothing else.
+ */
+#ifdef __GNUC__
+#pragma GCC visibility push(default)
+#endif
+
 #define SR_VERSION "0.1.0"
 
 /*
@@ -336,6 +344,10 @@ int sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf,
  * collectives (a failed check, say) and wants its peers to learn why.
  */
 void sr_ring_abort(struct sr_ring *ring, const struct sr_error *err);
+
+#ifdef __GNUC__
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
