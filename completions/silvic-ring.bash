@@ -16,7 +16,7 @@ _silvic_ring_options() {
 	var=_silvic_ring_cache_$key
 	if [ -z "${!var+set}" ]; then
 		printf -v "$var" '%s' "$("$prog" help "$cmd" 2>/dev/null |
-			sed -n -E 's/^ +(-[A-Za-z0-9])?(, )?(--[a-z0-9_-]+)?( ([A-Z0-9][][A-Z0-9:|@_]*))?  .*/\1 \3 \5/p' |
+			sed -n -E 's/^ +(-[A-Za-z0-9])?(, )?(--[a-z0-9_-]+)?( ([A-Z0-9][][A-Z0-9:|@_]*))?(  .*)?$/\1 \3 \5/p' |
 			awk 'NF == 0 { next } { v = NF == 3 ? $3 : "-"
 			       if ($1 ~ /^--/) { v = NF == 2 ? $2 : "-"; print $1, v; next }
 			       print $1, v; if ($2 ~ /^--/) print $2, v }' | sort -u)"
