@@ -668,11 +668,14 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 static int
 read_secret(struct server *s, const char *path)
 {
-	char buf[SECRET_MAX + 1];
-	FILE *f = fopen(path, "re");
+	char buf[SECRET_MAX + 1], why[300];
+	int fd = cli_open_regular(path, false, NULL, why, sizeof(why));
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	struct stat st;
 	size_t n;
 
+	if (fd < 0)	/* a FIFO would block here forever */
+		return cli_usage_error("serve: --token-file '%s': %s", path, why);
 	if (f == NULL || fstat(fileno(f), &st) != 0 ||
 	    ((n = fread(buf, 1, sizeof(buf), f)) == 0 && ferror(f))) {
 		int e = errno;
@@ -695,8 +698,8 @@ read_secret(struct server *s, const char *path)
 		size_t k = n;
 		char token[65];
 
-		while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
-			k--;
+		if (k > 0 && buf[k - 1] == '\n')	/* as load_key trims */
+			k -= k > 1 && buf[k - 2] == '\r' ? 2 : 1;
 		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
 			snprintf(s->derived, sizeof(s->derived), "Bearer %s",
 			    token);
