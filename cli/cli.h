@@ -95,6 +95,15 @@ int cli_nap(int ms, int64_t deadline_ns);
 int cli_open_regular(const char *path, bool nofollow, struct stat *st,
     char *why, size_t why_size);
 
+/*
+ * The length of a key read from a file of n bytes: a key typed into a
+ * text file ends in one newline that is not part of it ("\n" or "\r\n",
+ * once); a key with any byte outside printable ASCII and tab is binary
+ * (head -c 32 /dev/urandom) and used byte for byte, a final 0x0a too.
+ * Ranks and `serve` trim alike, or their derived tokens would differ.
+ */
+size_t cli_key_length(const uint8_t *key, size_t n);
+
 /* ---------------------------------------------------------- numbers */
 
 /*

@@ -314,6 +314,19 @@ cli_open_regular(const char *path, bool nofollow, struct stat *st,
 	return fd;
 }
 
+size_t
+cli_key_length(const uint8_t *key, size_t n)
+{
+	size_t body = n;
+
+	if (body > 0 && key[body - 1] == '\n')
+		body -= body > 1 && key[body - 2] == '\r' ? 2 : 1;
+	for (size_t i = 0; i < body; i++)
+		if ((key[i] < 0x20 && key[i] != '\t') || key[i] >= 0x7f)
+			return n;
+	return body;
+}
+
 int
 cli_parse_size(const char *text, uint64_t *out)
 {

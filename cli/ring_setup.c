@@ -621,13 +621,9 @@ load_key(struct setup *s)
 	if ((size_t)n == sizeof(s->key))
 		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' is "
 		    "longer than %d bytes; is it the right file?", path, KEY_MAX);
-	/*
-	 * A key typed into a file usually ends in a newline: that one is not
-	 * part of it ("\n" or "\r\n").  Only one: a random key may end in
-	 * 0x0a or 0x0d bytes of its own.
-	 */
-	if (n > 0 && s->key[n - 1] == '\n')
-		n -= n > 1 && s->key[n - 2] == '\r' ? 2 : 1;
+	/* One typed newline is not part of a text key; a random key may
+	 * end in 0x0a or 0x0d bytes of its own. */
+	n = (ssize_t)cli_key_length(s->key, (size_t)n);
 	if (n < 16)
 		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' holds "
 		    "%zd bytes; a key needs at least 16 (32 random bytes "

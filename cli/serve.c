@@ -698,8 +698,7 @@ read_secret(struct server *s, const char *path)
 		size_t k = n;
 		char token[65];
 
-		if (k > 0 && buf[k - 1] == '\n')	/* as load_key trims */
-			k -= k > 1 && buf[k - 2] == '\r' ? 2 : 1;
+		k = cli_key_length((const uint8_t *)buf, n);	/* as ranks do */
 		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
 			snprintf(s->derived, sizeof(s->derived), "Bearer %s",
 			    token);
