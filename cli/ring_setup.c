@@ -386,6 +386,9 @@ bind_listed(struct setup *s)
 	char mine[SR_ADDR_MAX], why[600], line[SR_ADDR_MAX + 2];
 	uint64_t i;
 
+	/* A dry run published nothing, and binds nobody's entry. */
+	if (s->opts->dry_run)
+		return 0;
 	snprintf(mine, sizeof(mine), "%s", sr_listener_address(s->listener));
 	for (i = 0; i < s->list.n && strcmp(s->list.addr[i], mine) != 0; i++)
 		;

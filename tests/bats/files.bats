@@ -290,6 +290,21 @@ PY
 	[[ "$output" == *"binding 127.0.0.1:$port: Address already in use; http://127.0.0.1:$port/busy.txt does not list this rank's address 127.0.0.1:"*", and its entry for rank 0 cannot be bound here"* ]]
 }
 
+@test "a list naming this rank's address at another rank's place fails at once" {
+	local list=$BATS_TEST_TMPDIR/late.txt mine other
+	bg r0 "$SR" run --host 127.0.0.1 --print-address --peers "$list" --rank 0 \
+		--timeout 30 </dev/null
+	wait_line "$BATS_TEST_TMPDIR/r0.out" '^127\.0\.0\.1:[0-9]+$'
+	mine=$(head -n 1 "$BATS_TEST_TMPDIR/r0.out")
+	other=127.0.0.1:$(free_ports 1)
+	printf '%s\n%s\n' "$other" "$mine" >"$list.tmp"
+	mv "$list.tmp" "$list"
+	wait_exit "$BG_PID" 60
+	[ "$WAIT_STATUS" -eq 2 ]
+	grep -q "$list lists this rank's address $mine as rank 1, but this is rank 0 (--rank)" \
+		"$BATS_TEST_TMPDIR/r0.err"
+}
+
 # ------------------------------------------------------- small ones
 
 @test "--token with leading zeros is decimal, 0x is hex" {
