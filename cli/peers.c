@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -599,7 +598,7 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	for (;;) {
 		if ((have = dir_look(r, world, slots, have, err)) < 0)
 			break;
-		if (have == world && dir_check_next(r, world, slots))  {
+		if (have == world && dir_check_next(r, world, slots)) {
 			list->addr = slots;
 			list->n = (uint64_t)world;
 			return 0;
@@ -610,10 +609,11 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			dir_missing(slots, world, missing, sizeof(missing));
 			stale[0] = '\0';
 			if (st != NULL && st->stale[0] != '\0')
-				snprintf(stale, sizeof(stale), " (its file names "
-				    "%s, which refuses connections: left by a "
-				    "rank that died, and not rewritten)",
-				    st->stale);
+				snprintf(stale, sizeof(stale), "; rank %lld's "
+				    "file names %s, which refuses connections "
+				    "(left by a rank that died, and not "
+				    "rewritten)", (long long)((st->rank + 1) %
+				    world), st->stale);
 			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %lld of "
 			    "%lld addresses after %gs%s%s", r->source,
 			    (long long)have, (long long)world, r->timeout,

@@ -255,7 +255,7 @@ PY
 	run timeout 60 "$SR" run --host 127.0.0.1 --peers "dir:$d" --token stale \
 		--rank 0 --world 2 --timeout 2 </dev/null
 	[ "$status" -eq 3 ]
-	[[ "$output" == *"waiting for dir:$d: 1 of 2 addresses after 2s; missing rank 1 (its file names 127.0.0.1:$port, which refuses connections: left by a rank that died, and not rewritten)"* ]]
+	[[ "$output" == *"waiting for dir:$d: 1 of 2 addresses after 2s; missing rank 1; rank 1's file names 127.0.0.1:$port, which refuses connections (left by a rank that died, and not rewritten)"* ]]
 }
 
 # ----------------------------------------------------------- point 12
