@@ -56,10 +56,10 @@ interrupted(struct sr_error *err, const char *what)
  * (ENOENT when it does not exist) and why.
  */
 static char *
-read_file(const char *path, bool nofollow, size_t *len, char *why,
-    size_t why_size)
+read_file(const char *path, bool nofollow, struct stat *st, size_t *len,
+    char *why, size_t why_size)
 {
-	int fd = cli_open_regular(path, nofollow, NULL, why, why_size);
+	int fd = cli_open_regular(path, nofollow, st, why, why_size);
 	size_t cap = 4096, n = 0;
 	char *buf = NULL, *grown;
 	ssize_t got;
@@ -188,8 +188,8 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 
 	*have = 0;
 	*exists = false;
-	if ((text = read_file(r->source, false, &len, why, sizeof(why))) ==
-	    NULL) {
+	text = read_file(r->source, false, NULL, &len, why, sizeof(why));
+	if (text == NULL) {
 		if (errno == ENOENT)
 			return 0;
 		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
@@ -418,17 +418,35 @@ dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
 {
 	char path[4096], why[600], *text;
 	struct peer_list one;
+	struct stat st;
 	size_t len;
 
 	dir_path(r, i, path, sizeof(path));
 	/* Never through a link: another user could point it anywhere. */
-	if ((text = read_file(path, true, &len, why, sizeof(why))) == NULL) {
+	if ((text = read_file(path, true, &st, &len, why, sizeof(why))) ==
+	    NULL) {
 		if (errno == ENOENT)
 			return 0;
 		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
 		    "dir:%s: rank %lld's file %s: %s", r->source, (long long)i,
 		    path, why);
 		return -1;
+	}
+	/* Even in a directory with the sticky bit (/tmp), another user can
+	 * create this job's file before its rank does. */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(why, sizeof(why), "dir: rank %lld's file %.400s is "
+		    "owned by user %lu, not by this user (%lu): another user "
+		    "may have planted the address it names", (long long)i,
+		    path, (unsigned long)st.st_uid,
+		    (unsigned long)geteuid());
+		if (r->keyed) {
+			free(text);
+			rdv_error(err, SR_ECONFIG, "%s; refused because a key "
+			    "is configured", why);
+			return -1;
+		}
+		cli_warn("%s", why);
 	}
 	if (list_parse(text, len, path, &one, why, sizeof(why)) != 0) {
 		free(text);

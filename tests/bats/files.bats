@@ -207,6 +207,14 @@ PY
 			--token open --rank 0 --world 1 --timeout 10 --key-file "$key" <<<barrier
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"the dir: directory '$BATS_TEST_TMPDIR/theirs' is owned by user 65534, not by this user (0): that user can replace this job's files there"* ]]
+		# a rank file another user made first, as the sticky bit allows
+		mkdir -m 1777 "$BATS_TEST_TMPDIR/sticky"
+		echo 127.0.0.1:1 >"$BATS_TEST_TMPDIR/sticky/$(job_of planted).rank.1"
+		chown 65534 "$BATS_TEST_TMPDIR/sticky/$(job_of planted).rank.1"
+		run timeout 30 "$SR" run --host 127.0.0.1 --peers "dir:$BATS_TEST_TMPDIR/sticky" \
+			--token planted --rank 0 --world 2 --timeout 10 --key-file "$key" </dev/null
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"rank 1's file $BATS_TEST_TMPDIR/sticky/$(job_of planted).rank.1 is owned by user 65534, not by this user (0): another user may have planted the address it names; refused because a key is configured"* ]]
 	fi
 }
 
