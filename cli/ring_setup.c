@@ -320,6 +320,20 @@ advertised(struct setup *s, const char *host, char *out, size_t size)
 	return 0;
 }
 
+/* Opens the listener, resolving names within what is left of --timeout. */
+static int
+listen_on(struct setup *s, const char *host, const char *advertise,
+    uint16_t port, struct sr_error *err)
+{
+	/* A dry run's rendezvous looks once, but a name still gets --timeout
+	 * to resolve. */
+	int64_t left_ms = s->opts->dry_run ? (int64_t)(s->opts->timeout * 1000) :
+	    (s->deadline - cli_now_ns()) / 1000000;
+
+	return sr_listener_open_within(&s->listener, host, advertise, port,
+	    left_ms > 0 ? left_ms : 1, &cli_interrupted, err);
+}
+
 static int
 bind_ephemeral(struct setup *s)
 {
@@ -330,8 +344,8 @@ bind_ephemeral(struct setup *s)
 		host = discover_launched() ? "127.0.0.1" : "0.0.0.0";
 	if (advertised(s, host, adv, sizeof(adv)) != 0)
 		return -1;
-	if (sr_listener_open(&s->listener, host, adv,
-		(uint16_t)(s->opts->port > 0 ? s->opts->port : 0), &s->err) != 0)
+	if (listen_on(s, host, adv, (uint16_t)(s->opts->port > 0 ?
+		s->opts->port : 0), &s->err) != 0)
 		return -1;
 	cli_status("listening on %s", sr_listener_address(s->listener));
 	return 0;
@@ -347,8 +361,8 @@ bind_static(struct setup *s)
 
 	if (s->rank >= 0) {
 		split_entry(s->list.addr[s->rank], host, sizeof(host), &port);
-		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
-			s->opts->host : host, host, port, &s->err) != 0)
+		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
+			host, port, &s->err) != 0)
 			return -1;
 		cli_status("listening on %s", sr_listener_address(s->listener));
 		return 0;
@@ -358,8 +372,8 @@ bind_static(struct setup *s)
 
 		split_entry(s->list.addr[i], host, sizeof(host), &port);
 		sr_error_clear(&ignored);
-		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
-			s->opts->host : host, host, port, &ignored) == 0) {
+		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
+			host, port, &ignored) == 0) {
 			s->rank = (int64_t)i;
 			s->rank_source = "the first entry of the list this host "
 			    "could bind";
