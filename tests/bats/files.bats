@@ -23,6 +23,17 @@ for b in sys.argv[1].encode():
 print("token-%016x" % h)' "$1"
 }
 
+# wait_file FILE [SECONDS]: waits until FILE exists.
+wait_file() {
+	local file=$1 limit=${2:-20} i
+	for ((i = 0; i < limit * 20; i++)); do
+		[ -e "$file" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out after ${limit}s waiting for $file" >&2
+	return 1
+}
+
 need_http() {
 	"$SR" --version | grep -q 'http rendezvous: yes' || {
 		echo "$SR was built without HTTP rendezvous" >&2
@@ -228,8 +239,7 @@ PY
 	# the first attempt: rank 1 publishes, then dies without tidying up
 	bg killed "$SR" run --host 127.0.0.1 --peers "dir:$d" --token rerun --rank 1 \
 		--world 3 --timeout 60 --script "$BATS_TEST_TMPDIR/s" -v
-	wait_line "$BATS_TEST_TMPDIR/killed.err" 'listening on'
-	[ -f "$d/$job.rank.1" ]
+	wait_file "$d/$job.rank.1"
 	kill -9 "$BG_PID"
 	wait_exit "$BG_PID" 10
 	[ -f "$d/$job.rank.1" ]
@@ -240,8 +250,8 @@ PY
 			--rank "$r" --world 3 --timeout 30 --script "$BATS_TEST_TMPDIR/s" -v
 		PIDS[$r]=$BG_PID
 	done
-	wait_line "$BATS_TEST_TMPDIR/rank0.err" 'listening on'
-	wait_line "$BATS_TEST_TMPDIR/rank2.err" 'listening on'
+	wait_file "$d/$job.rank.0"
+	wait_file "$d/$job.rank.2"
 	bg rank1 "$SR" run --host 127.0.0.1 --peers "dir:$d" --token rerun --rank 1 \
 		--world 3 --timeout 30 --script "$BATS_TEST_TMPDIR/s" -v
 	PIDS[1]=$BG_PID
