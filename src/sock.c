@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,8 +140,9 @@ lookup_once(const char *host, const char *service,
 	pthread_condattr_t attr;
 	pthread_attr_t tattr;
 	pthread_t thread;
+	sigset_t all, saved;
 	struct timespec ts;
-	int rc = EAI_MEMORY;
+	int rc = EAI_MEMORY, started;
 
 	if (l == NULL)
 		return EAI_MEMORY;
@@ -160,13 +162,18 @@ lookup_once(const char *host, const char *service,
 	pthread_condattr_destroy(&attr);
 	pthread_attr_init(&tattr);
 	pthread_attr_setdetachstate(&tattr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &tattr, lookup_run, l) != 0) {
-		pthread_attr_destroy(&tattr);
+	/* The helper blocks every signal, so that a SIGINT wakes the caller's
+	 * waits (EINTR), not a thread stuck in the resolver. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	started = pthread_create(&thread, &tattr, lookup_run, l);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pthread_attr_destroy(&tattr);
+	if (started != 0) {
 		l->refs = 1;
 		lookup_release(l);
 		return EAI_SYSTEM;
 	}
-	pthread_attr_destroy(&tattr);
 	pthread_mutex_lock(&l->lock);
 	while (!l->done) {
 		int64_t now = sr_clock_ns(), until = now +
