@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "silvic_ring.h"
 
@@ -93,6 +94,30 @@ int64_t cli_now_ns(void);
 /* Sleeps ms milliseconds but not past deadline_ns; -1 when interrupted
  * (cli_interrupted set), else 0. */
 int cli_nap(int ms, int64_t deadline_ns);
+
+/* ------------------------------------------------------------ files */
+
+/*
+ * Opens a file for reading without ever blocking in open or read: a
+ * FIFO's open and read wait for a writer past every deadline, so a FIFO,
+ * a directory, a device or a socket is refused, and with nofollow so is
+ * a symbolic link (the last component; for files in a directory others
+ * may write).  Returns a blocking, close-on-exec descriptor of a regular
+ * file (st filled when non-NULL), or -1 with errno set and why saying
+ * what the path is ("a FIFO (named pipe), not a regular file") or
+ * strerror(errno).
+ */
+int cli_open_regular(const char *path, bool nofollow, struct stat *st,
+    char *why, size_t why_size);
+
+/*
+ * The length of a key read from a file of n bytes: a key typed into a
+ * text file ends in one newline that is not part of it ("\n" or "\r\n",
+ * once); a key with any byte outside printable ASCII and tab is binary
+ * (head -c 32 /dev/urandom) and used byte for byte, a final 0x0a too.
+ * Ranks and `serve` trim alike, or their derived tokens would differ.
+ */
+size_t cli_key_length(const uint8_t *key, size_t n);
 
 /* ---------------------------------------------------------- numbers */
 

@@ -3,12 +3,14 @@
  * exit status of a core error, JSON output and number parsing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -305,6 +307,79 @@ json_number(FILE *out, double v)
 		fprintf(out, "%.0f", v);
 	else
 		fprintf(out, "%.17g", v);
+}
+
+static const char *
+file_kind(mode_t mode)
+{
+	return S_ISFIFO(mode) ? "a FIFO (named pipe)" : S_ISDIR(mode) ?
+	    "a directory" : S_ISCHR(mode) ? "a character device" :
+	    S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" :
+	    S_ISLNK(mode) ? "a symbolic link" : "not a regular file";
+}
+
+int
+cli_open_regular(const char *path, bool nofollow, struct stat *st,
+    char *why, size_t why_size)
+{
+	struct stat own;
+	int fd, saved;
+
+	if (st == NULL)
+		st = &own;
+	/* O_NONBLOCK: opening a FIFO for reading waits for a writer. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+	    (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0) {
+		saved = errno;
+		/* O_NOFOLLOW on a link is ELOOP; a socket cannot be opened
+		 * (ENXIO): say what the path is. */
+		if ((saved == ELOOP || saved == ENXIO) && lstat(path, st) == 0 &&
+		    (S_ISLNK(st->st_mode) || S_ISSOCK(st->st_mode)))
+			snprintf(why, why_size, "it is %s, not a regular file%s",
+			    file_kind(st->st_mode), S_ISLNK(st->st_mode) ?
+			    " (links are not followed here)" : "");
+		else
+			snprintf(why, why_size, "%s", strerror(saved));
+		errno = saved;
+		return -1;
+	}
+	if (fstat(fd, st) != 0) {
+		saved = errno;
+		snprintf(why, why_size, "%s", strerror(saved));
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(why, why_size, "it is %s, not a regular file",
+		    file_kind(st->st_mode));
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	/* A regular file never blocks; later reads need no EAGAIN case. */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		saved = errno;
+		snprintf(why, why_size, "%s", strerror(saved));
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+size_t
+cli_key_length(const uint8_t *key, size_t n)
+{
+	size_t body = n;
+
+	if (body > 0 && key[body - 1] == '\n')
+		body -= body > 1 && key[body - 2] == '\r' ? 2 : 1;
+	for (size_t i = 0; i < body; i++)
+		if ((key[i] < 0x20 && key[i] != '\t') || key[i] >= 0x7f)
+			return n;
+	return body;
 }
 
 int

@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +24,9 @@
 #define FILE_MAX (16u << 20)
 /* How often a waiting rank looks at a file or directory again. */
 #define POLL_MS 50
+/* How long a look at whether a rank's address takes connections may
+ * wait for an answer: a refusal comes back in a round trip. */
+#define PROBE_MS 500
 
 static void
 rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
@@ -45,11 +50,16 @@ interrupted(struct sr_error *err, const char *what)
 	rdv_error(err, SR_EINTERRUPTED, "interrupted while waiting for %s", what);
 }
 
-/* Reads a whole small file; NULL with errno set (EFBIG when too big). */
+/*
+ * Reads a whole small regular file (never a FIFO: see cli_open_regular;
+ * with nofollow never through a symbolic link); NULL with errno set
+ * (ENOENT when it does not exist) and why.
+ */
 static char *
-read_file(const char *path, size_t *len)
+read_file(const char *path, bool nofollow, struct stat *st, size_t *len,
+    char *why, size_t why_size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cli_open_regular(path, nofollow, st, why, why_size);
 	size_t cap = 4096, n = 0;
 	char *buf = NULL, *grown;
 	ssize_t got;
@@ -63,12 +73,15 @@ read_file(const char *path, size_t *len)
 			if (cap > FILE_MAX + 1) {
 				free(buf);
 				close(fd);
+				snprintf(why, why_size, "larger than 16 MiB");
 				errno = EFBIG;
 				return NULL;
 			}
 			if ((grown = realloc(buf, cap)) == NULL) {
 				free(buf);
 				close(fd);
+				snprintf(why, why_size, "out of memory");
+				errno = ENOMEM;
 				return NULL;
 			}
 			buf = grown;
@@ -77,8 +90,12 @@ read_file(const char *path, size_t *len)
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
+			int saved = errno;
+
 			free(buf);
 			close(fd);
+			snprintf(why, why_size, "%s", strerror(saved));
+			errno = saved;
 			return NULL;
 		}
 		if (got == 0)
@@ -97,22 +114,66 @@ write_atomically(const char *path, const char *text, char *why,
 {
 	char tmp[4096];
 	size_t len = strlen(text);
-	int fd;
+	int fd, saved;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
+	/*
+	 * In a directory others may write, a predictable temporary name
+	 * opened with O_CREAT|O_TRUNC follows whatever link another user
+	 * planted there: mkostemp creates a new file (O_EXCL, which never
+	 * follows a link) under a name nobody can guess, and rename
+	 * replaces a link at path rather than writing through it.
+	 */
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
 	    (int)sizeof(tmp)) {
 		snprintf(why, why_size, "'%s': the path is too long", path);
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 ||
-	    close(fd) != 0 || rename(tmp, path) != 0) {
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
 		snprintf(why, why_size, "writing '%s': %s", path, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
+		return -1;
+	}
+	if (fchmod(fd, 0644) != 0 || write(fd, text, len) != (ssize_t)len ||
+	    fsync(fd) != 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		snprintf(why, why_size, "writing '%s': %s", path, strerror(saved));
+		return -1;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		saved = errno;
+		unlink(tmp);
+		snprintf(why, why_size, "writing '%s': %s", path, strerror(saved));
 		return -1;
 	}
 	return 0;
+}
+
+int
+rendezvous_check_dir(const char *dir, const char *what, bool keyed,
+    char *why, size_t why_size)
+{
+	struct stat st;
+	uid_t me = geteuid();
+
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0;	/* the caller's own use says what is wrong */
+	if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0)
+		snprintf(why, why_size, "%s '%s' is writable by every user and "
+		    "has no sticky bit: another user can replace or remove "
+		    "this job's files there and plant the addresses its ranks "
+		    "dial", what, dir);
+	else if (st.st_uid != me && st.st_uid != 0)
+		snprintf(why, why_size, "%s '%s' is owned by user %lu, not by "
+		    "this user (%lu): that user can replace this job's files "
+		    "there and plant the addresses its ranks dial", what, dir,
+		    (unsigned long)st.st_uid, (unsigned long)me);
+	else
+		return 0;
+	if (keyed)
+		return -1;
+	cli_warn("%s", why);
+	return 1;
 }
 
 /* ----------------------------------------------------------------- file */
@@ -127,12 +188,13 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 
 	*have = 0;
 	*exists = false;
-	if ((text = read_file(r->source, &len)) == NULL) {
+	text = read_file(r->source, false, NULL, &len, why, sizeof(why));
+	if (text == NULL) {
 		if (errno == ENOENT)
 			return 0;
-		rdv_error(err, SR_ECONFIG, "cannot read the address list '%s' "
-		    "(%s): %s", r->source, r->origin, errno == EFBIG ?
-		    "larger than 16 MiB" : strerror(errno));
+		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		    "cannot read the address list '%s' (%s): %s", r->source,
+		    r->origin, why);
 		return -1;
 	}
 	*exists = true;
@@ -294,11 +356,16 @@ const struct rendezvous_backend rendezvous_env = { "env", env_preload,
  * Each rank writes PATH/JOB.rank.R (atomically) holding its address, then
  * reads every rank's file.  JOB keys the files to this job, so files left
  * by an earlier job are never read as this one's; a rank removes its own
- * file once the ring has formed.
+ * file once the ring has formed.  A rank killed outright (SIGKILL) leaves
+ * its file behind, and a rerun of the job may read that dead address
+ * before the new rank rewrites it: the address this rank dials is looked
+ * at first, and while it refuses connections its file is read again.
  */
 struct dir_state {
 	char mine[4096];
+	int64_t rank;
 	bool done;	/* the ring formed: the file was removed */
+	char stale[SR_ADDR_MAX];	/* the next rank's refusing address */
 };
 
 static int
@@ -313,11 +380,15 @@ dir_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
     struct sr_error *err)
 {
 	struct stat st;
+	char why[600];
 
-	if (stat(r->source, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	if (stat(r->source, &st) != 0) {
 		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source,
-		    errno == 0 || S_ISREG(st.st_mode) ? "not a directory" :
 		    strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rdv_error(err, SR_ECONFIG, "dir:%s: not a directory", r->source);
 		return -1;
 	}
 	if (r->job == NULL) {
@@ -325,6 +396,13 @@ dir_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 		    "of an earlier job are never read as this one's: pass "
 		    "--token or set SILVIC_RING_JOB (Slurm, Open MPI and PMIx "
 		    "jobs have one already)", r->source);
+		return -1;
+	}
+	if (rendezvous_check_dir(r->source, "the dir: directory", r->keyed, why,
+		sizeof(why)) < 0) {
+		rdv_error(err, SR_ECONFIG, "%s; refused because a key is "
+		    "configured (use a directory only this user can write: "
+		    "mkdir -m 700)", why);
 		return -1;
 	}
 	return 0;
@@ -348,6 +426,7 @@ dir_publish(struct rendezvous *r, const char *address, int64_t *rank,
 		return -1;
 	}
 	r->state = st;
+	st->rank = *rank;
 	if (dir_path(r, *rank, st->mine, sizeof(st->mine)) != 0) {
 		rdv_error(err, SR_ECONFIG, "dir:%s: the path is too long",
 		    r->source);
@@ -368,11 +447,36 @@ dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
 {
 	char path[4096], why[600], *text;
 	struct peer_list one;
+	struct stat st;
 	size_t len;
 
 	dir_path(r, i, path, sizeof(path));
-	if ((text = read_file(path, &len)) == NULL)
-		return 0;
+	/* Never through a link: another user could point it anywhere. */
+	if ((text = read_file(path, true, &st, &len, why, sizeof(why))) ==
+	    NULL) {
+		if (errno == ENOENT)
+			return 0;
+		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		    "dir:%s: rank %lld's file %s: %s", r->source, (long long)i,
+		    path, why);
+		return -1;
+	}
+	/* Even in a directory with the sticky bit (/tmp), another user can
+	 * create this job's file before its rank does. */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(why, sizeof(why), "dir: rank %lld's file %.400s is "
+		    "owned by user %lu, not by this user (%lu): another user "
+		    "may have planted the address it names", (long long)i,
+		    path, (unsigned long)st.st_uid,
+		    (unsigned long)geteuid());
+		if (r->keyed) {
+			free(text);
+			rdv_error(err, SR_ECONFIG, "%s; refused because a key "
+			    "is configured", why);
+			return -1;
+		}
+		cli_warn("%s", why);
+	}
 	if (list_parse(text, len, path, &one, why, sizeof(why)) != 0) {
 		free(text);
 		rdv_error(err, SR_ECONFIG, "%s", why);
@@ -430,6 +534,85 @@ dir_look(struct rendezvous *r, int64_t world, char **slots, int64_t have,
 	return have;
 }
 
+/*
+ * Whether nobody listens at address: 1 when a connection is refused, 0
+ * when it is accepted, or there is no answer within PROBE_MS (a host
+ * that drops packets: forming the ring will say), or the address is a
+ * name (resolving it is the ring's business, bounded there).
+ */
+static int
+refuses(const char *address, int64_t deadline)
+{
+	char host[SR_ADDR_MAX], *colon;
+	struct addrinfo hints, *res = NULL;
+	struct pollfd pfd;
+	int fd, rc = 0, soerr = 0;
+	socklen_t len = sizeof(soerr);
+	int64_t left;
+
+	snprintf(host, sizeof(host), "%s", address[0] == '[' ? address + 1 :
+	    address);
+	if ((colon = strrchr(host, ':')) == NULL)
+		return 0;
+	*colon = '\0';
+	if (colon > host && colon[-1] == ']')
+		colon[-1] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
+		return 0;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+		if (errno == ECONNREFUSED) {
+			rc = 1;
+		} else if (errno == EINPROGRESS) {
+			left = (deadline - cli_now_ns()) / 1000000;
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			if (poll(&pfd, 1, (int)(left < PROBE_MS ? (left > 0 ?
+			    left : 0) : PROBE_MS)) == 1 &&
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr,
+				&len) == 0 && soerr == ECONNREFUSED)
+				rc = 1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return rc;
+}
+
+/*
+ * With every file read: the address this rank dials must take
+ * connections, or its file is one a dead rank left.  1 fine, 0 when the
+ * next rank's slot was emptied to be read again.
+ */
+static int
+dir_check_next(struct rendezvous *r, int64_t world, char **slots)
+{
+	struct dir_state *st = r->state;
+	int64_t next;
+
+	if (st == NULL || world < 2)
+		return 1;
+	next = (st->rank + 1) % world;
+	if (!refuses(slots[next], cli_now_ns() + PROBE_MS * 1000000LL)) {
+		st->stale[0] = '\0';
+		return 1;
+	}
+	if (strcmp(st->stale, slots[next]) != 0)
+		cli_status("dir:%s: rank %lld's file names %s, which refuses "
+		    "connections (left by a rank that died?); reading it again "
+		    "until its rank rewrites it", r->source, (long long)next,
+		    slots[next]);
+	snprintf(st->stale, sizeof(st->stale), "%s", slots[next]);
+	free(slots[next]);
+	slots[next] = NULL;
+	return 0;
+}
+
 static void
 dir_missing(char **slots, int64_t world, char *buf, size_t size)
 {
@@ -471,7 +654,8 @@ static int
 dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
-	char missing[200];
+	struct dir_state *st = r->state;
+	char missing[200], stale[SR_ADDR_MAX + 160];
 	char **slots = calloc((size_t)world, sizeof(char *));
 	int64_t have = 0, progress_at = 0;
 	int rc = -1;
@@ -483,17 +667,26 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	for (;;) {
 		if ((have = dir_look(r, world, slots, have, err)) < 0)
 			break;
-		if (have == world) {
+		if (have == world && dir_check_next(r, world, slots)) {
 			list->addr = slots;
 			list->n = (uint64_t)world;
 			return 0;
 		}
+		if (have == world)
+			have--;
 		if (cli_now_ns() >= deadline) {
 			dir_missing(slots, world, missing, sizeof(missing));
+			stale[0] = '\0';
+			if (st != NULL && st->stale[0] != '\0')
+				snprintf(stale, sizeof(stale), "; rank %lld's "
+				    "file names %s, which refuses connections "
+				    "(left by a rank that died, and not "
+				    "rewritten)", (long long)((st->rank + 1) %
+				    world), st->stale);
 			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %lld of "
-			    "%lld addresses after %gs%s", r->source,
+			    "%lld addresses after %gs%s%s", r->source,
 			    (long long)have, (long long)world, r->timeout,
-			    missing);
+			    missing, stale);
 			break;
 		}
 		if (cli_progress_due(&progress_at))

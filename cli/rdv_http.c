@@ -210,11 +210,12 @@ read_secret(const char *path, char *buf, size_t size, struct sr_error *err)
 {
 	ssize_t got;
 	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char why[300];
+	int fd = cli_open_regular(path, false, NULL, why, sizeof(why));
 
 	if (fd < 0)
 		return rdv_error(err, SR_ECONFIG, "SILVIC_RING_HTTP_TOKEN_FILE "
-		    "'%s': %s", path, strerror(errno));
+		    "'%s': %s", path, why);
 	while (n + 1 < size && (got = read(fd, buf + n, size - 1 - n)) != 0) {
 		if (got < 0 && errno == EINTR)
 			continue;

@@ -75,6 +75,7 @@ struct rendezvous {
 	const char *bearer;	/* HTTP bearer token, or NULL */
 	const char *world_source;	/* who said the world size, or NULL */
 	bool dry_run;		/* look once; publish nothing */
+	bool keyed;		/* a key is configured: refuse unsafe dirs */
 	void *state;
 };
 
@@ -95,5 +96,14 @@ extern const struct rendezvous_backend rendezvous_http;
 /* Writes text to path atomically (a temporary file, then rename). */
 int write_atomically(const char *path, const char *text, char *why,
     size_t why_size);
+/*
+ * Checks a directory this job's files go to (what: "dir:", "the
+ * --address-file directory"): writable by every user without the sticky
+ * bit, or owned by another user (not root), lets someone else replace the
+ * files and plant the addresses ranks dial.  0 when safe; 1 after a
+ * warning on stderr; -1 with why when keyed (the caller refuses).
+ */
+int rendezvous_check_dir(const char *dir, const char *what, bool keyed,
+    char *why, size_t why_size);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ const char cli_ring_help[] =
 "                           an MLX hostfile), env:VAR, dir:PATH, or an\n"
 "                           http(s):// URL (default: the launcher, then\n"
 "                           $SILVIC_RING_PEERS, then $MLX_HOSTFILE; none:\n"
-"                           a world of one)\n"
+"                           a usage error, unless --world 1)\n"
 "      --rank N             this rank (default: the launcher's environment,\n"
 "                           else this rank's address found in the list)\n"
 "      --world N            the world size (default: the launcher's, else\n"
@@ -40,8 +41,9 @@ const char cli_ring_help[] =
 "      --advertise IP|IFNAME  the address other ranks dial (default: HOST if\n"
 "                           specific, else the first non-loopback address)\n"
 "      --port PORT          listen on PORT instead of an ephemeral one\n"
-"      --token TOKEN        job token, a number or any text (default:\n"
-"                           $SILVIC_RING_TOKEN, else derived from the list)\n"
+"      --token TOKEN        job token: a decimal or 0x hex number, or any\n"
+"                           text (default: $SILVIC_RING_TOKEN, else derived\n"
+"                           from the list)\n"
 "      --timeout SECONDS    bounds the rendezvous and every silent wait\n"
 "                           (default 60)\n"
 "      --print-address      print this rank's ip:port first on stdout\n"
@@ -333,6 +335,20 @@ advertised(struct setup *s, const char *host, char *out, size_t size)
 	return 0;
 }
 
+/* Opens the listener, resolving names within what is left of --timeout. */
+static int
+listen_on(struct setup *s, const char *host, const char *advertise,
+    uint16_t port, struct sr_error *err)
+{
+	/* A dry run's rendezvous looks once, but a name still gets --timeout
+	 * to resolve. */
+	int64_t left_ms = s->opts->dry_run ? (int64_t)(s->opts->timeout * 1000) :
+	    (s->deadline - cli_now_ns()) / 1000000;
+
+	return sr_listener_open_within(&s->listener, host, advertise, port,
+	    left_ms > 0 ? left_ms : 1, &cli_interrupted, err);
+}
+
 static int
 bind_ephemeral(struct setup *s)
 {
@@ -343,8 +359,8 @@ bind_ephemeral(struct setup *s)
 		host = discover_launched() ? "127.0.0.1" : "0.0.0.0";
 	if (advertised(s, host, adv, sizeof(adv)) != 0)
 		return -1;
-	if (sr_listener_open(&s->listener, host, adv,
-		(uint16_t)(s->opts->port > 0 ? s->opts->port : 0), &s->err) != 0)
+	if (listen_on(s, host, adv, (uint16_t)(s->opts->port > 0 ?
+		s->opts->port : 0), &s->err) != 0)
 		return -1;
 	cli_status("listening on %s", sr_listener_address(s->listener));
 	return 0;
@@ -360,8 +376,8 @@ bind_static(struct setup *s)
 
 	if (s->rank >= 0) {
 		split_entry(s->list.addr[s->rank], host, sizeof(host), &port);
-		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
-			s->opts->host : host, host, port, &s->err) != 0)
+		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
+			host, port, &s->err) != 0)
 			return -1;
 		cli_status("listening on %s", sr_listener_address(s->listener));
 		return 0;
@@ -371,8 +387,8 @@ bind_static(struct setup *s)
 
 		split_entry(s->list.addr[i], host, sizeof(host), &port);
 		sr_error_clear(&ignored);
-		if (sr_listener_open(&s->listener, s->opts->host != NULL ?
-			s->opts->host : host, host, port, &ignored) == 0) {
+		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
+			host, port, &ignored) == 0) {
 			s->rank = (int64_t)i;
 			s->rank_source = "the first entry of the list this host "
 			    "could bind";
@@ -386,7 +402,78 @@ bind_static(struct setup *s)
 	    s->rdv.source);
 }
 
+/*
+ * After waiting: a complete list that does not hold the address this rank
+ * published was not made from what the ranks published (a list served
+ * read-only by a web server, with fixed ports): this rank binds its own
+ * entry, as with a static file, or fails at once.  A list that holds it
+ * at another rank's place fails at once too.
+ */
+static int
+bind_listed(struct setup *s)
+{
+	char mine[SR_ADDR_MAX], why[600], line[SR_ADDR_MAX + 2];
+	uint64_t i;
+
+	/* A dry run published nothing, and binds nobody's entry. */
+	if (s->opts->dry_run)
+		return 0;
+	snprintf(mine, sizeof(mine), "%s", sr_listener_address(s->listener));
+	for (i = 0; i < s->list.n && strcmp(s->list.addr[i], mine) != 0; i++)
+		;
+	if (i < s->list.n) {
+		if (s->rank >= 0 && (uint64_t)s->rank != i)
+			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s lists "
+			    "this rank's address %s as rank %llu, but this is "
+			    "rank %lld (%s)", s->rdv.source, mine,
+			    (unsigned long long)i, (long long)s->rank,
+			    s->rank_source);
+		return 0;
+	}
+	cli_status("%s does not list this rank's address %s: binding this "
+	    "rank's own entry, as for a static list", s->rdv.source, mine);
+	sr_listener_close(s->listener);
+	s->listener = NULL;
+	if (bind_static(s) != 0) {
+		if (s->rank >= 0)
+			snprintf(s->err.message + strlen(s->err.message),
+			    sizeof(s->err.message) - strlen(s->err.message),
+			    "; %s does not list this rank's address %s, and its "
+			    "entry for rank %lld cannot be bound here",
+			    s->rdv.source, mine, (long long)s->rank);
+		return -1;
+	}
+	if (s->opts->address_file != NULL) {
+		snprintf(line, sizeof(line), "%s\n",
+		    sr_listener_address(s->listener));
+		if (write_atomically(s->opts->address_file, line, why,
+			sizeof(why)) != 0)
+			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+			    "--address-file: %s", why);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ publishing */
+
+/* --address-file's directory gets dir:'s check (rendezvous_check_dir). */
+static int
+check_address_dir(struct setup *s)
+{
+	char *copy = strdup(s->opts->address_file), why[600];
+	int rc;
+
+	if (copy == NULL)
+		return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+	rc = rendezvous_check_dir(dirname(copy), "the --address-file "
+	    "directory", s->key_len > 0, why, sizeof(why));
+	free(copy);
+	if (rc < 0)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "%s; refused "
+		    "because a key is configured (write the address file where "
+		    "only this user can)", why);
+	return 0;
+}
 
 static int
 publish(struct setup *s)
@@ -409,6 +496,8 @@ publish(struct setup *s)
 		fflush(stdout);
 	}
 	if (s->opts->address_file != NULL) {
+		if (check_address_dir(s) != 0)
+			return -1;
 		snprintf(line, sizeof(line), "%s\n", address);
 		if (write_atomically(s->opts->address_file, line, why,
 			sizeof(why)) != 0)
@@ -429,11 +518,31 @@ publish(struct setup *s)
 
 /* ---------------------------------------------------------------- token */
 
+/*
+ * A token that is a number: decimal (leading zeros and all: "010" is
+ * ten, never octal) or 0x hex.  0 with *v, or -1 when it is text.
+ */
+static int
+token_number(const char *text, unsigned long long *v)
+{
+	bool hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+	const char *digits = hex ? text + 2 : text;
+	char *end;
+
+	if (digits[0] == '\0' ||
+	    strspn(digits, hex ? "0123456789abcdefABCDEF" : "0123456789") !=
+	    strlen(digits))
+		return -1;
+	errno = 0;
+	*v = strtoull(digits, &end, hex ? 16 : 10);
+	return errno == 0 && *end == '\0' ? 0 : -1;
+}
+
 static int
 derive_token(struct setup *s)
 {
 	const char *text = s->opts->token;
-	char *end, *joined;
+	char *joined;
 	size_t len = 1;
 
 	s->token_source = "--token";
@@ -444,10 +553,7 @@ derive_token(struct setup *s)
 	if (text != NULL) {
 		unsigned long long v;
 
-		errno = 0;
-		v = strtoull(text, &end, 0);
-		s->token = errno == 0 && *end == '\0' && text[0] >= '0' &&
-		    text[0] <= '9' ? v : discover_hash(text);
+		s->token = token_number(text, &v) == 0 ? v : discover_hash(text);
 		return 0;
 	}
 	/* Derived from the list: ranks that read different lists, or two
@@ -529,6 +635,7 @@ static int
 load_key(struct setup *s)
 {
 	const char *path = s->opts->key_file;
+	char why[300];
 	struct stat st;
 	ssize_t n;
 	int fd;
@@ -541,13 +648,10 @@ load_key(struct setup *s)
 		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': this "
 		    "build cannot authenticate; install libssl-dev and rebuild",
 		    path);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
-		fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s", path,
-		    strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
+	/* Never a FIFO: its open and read would wait past every deadline. */
+	if ((fd = cli_open_regular(path, false, &st, why, sizeof(why))) < 0)
+		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s",
+		    path, why);
 	if (st.st_mode & (S_IRWXG | S_IRWXO))
 		cli_warn("--key-file '%s' is readable by others (mode %03o); "
 		    "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
@@ -559,9 +663,9 @@ load_key(struct setup *s)
 	if ((size_t)n == sizeof(s->key))
 		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' is "
 		    "longer than %d bytes; is it the right file?", path, KEY_MAX);
-	/* A key typed into a file usually ends in a newline: not part of it. */
-	while (n > 0 && (s->key[n - 1] == '\n' || s->key[n - 1] == '\r'))
-		n--;
+	/* One typed newline is not part of a text key; a random key may
+	 * end in 0x0a or 0x0d bytes of its own. */
+	n = (ssize_t)cli_key_length(s->key, (size_t)n);
 	if (n < 16)
 		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' holds "
 		    "%zd bytes; a key needs at least 16 (32 random bytes "
@@ -663,6 +767,12 @@ obtain_list(struct setup *s)
 	if (source == NULL)
 		source = discover_peers(&origin);
 	if (source == NULL) {
+		/* No peers is not a pass: a world of one only when asked. */
+		if (s->world < 0)
+			return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "no address "
+			    "list: pass --peers SOURCE (or set SILVIC_RING_PEERS, "
+			    "or start the ranks with 'silvic-ring launch -n N'), "
+			    "or --world 1 for a world of one");
 		if (s->world > 1)
 			return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "the world "
 			    "size is %lld (%s) but no address list was given; "
@@ -678,7 +788,6 @@ obtain_list(struct setup *s)
 		s->rank = 0;
 		s->rank_source = "a world of one (no address list)";
 		s->world = 1;
-		s->world_source = "a world of one";
 		return 0;
 	}
 	cli_debug("address list from %s: %s", origin, source);
@@ -687,6 +796,7 @@ obtain_list(struct setup *s)
 	s->rdv.timeout = s->opts->timeout;
 	s->rdv.world_source = s->world >= 0 ? s->world_source : NULL;
 	s->rdv.dry_run = s->opts->dry_run;
+	s->rdv.keyed = s->key_len > 0;
 	if (s->bearer[0] != '\0')
 		s->rdv.bearer = s->bearer;
 	/* A dry run looks once and waits for nothing (but the local
@@ -721,9 +831,11 @@ obtain_list(struct setup *s)
 			did_you_start(s, (uint64_t)s->world, false);
 		return -1;
 	}
+	if (check_world(s) != 0 || bind_listed(s) != 0)
+		return -1;
 	if (s->rank < 0 && find_self(s, sr_listener_address(s->listener)) != 0)
 		return -1;
-	return check_world(s);
+	return 0;
 }
 
 static int

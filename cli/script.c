@@ -404,6 +404,12 @@ script_parse(const char *text, size_t len, const char *name,
 		return -1;
 	}
 	p.script = s;
+	/* A byte-order mark, as some editors write, is not a statement (as
+	 * in address lists); columns count from after it, as editors show. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	if (parse_lines(&p, text, len) != 0) {
 		script_free(s);
 		return -1;

@@ -911,11 +911,14 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 static int
 read_secret(struct server *s, const char *path)
 {
-	char buf[SECRET_MAX + 1];
-	FILE *f = fopen(path, "re");
+	char buf[SECRET_MAX + 1], why[300];
+	int fd = cli_open_regular(path, false, NULL, why, sizeof(why));
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	struct stat st;
 	size_t n;
 
+	if (fd < 0)	/* a FIFO would block here forever */
+		return cli_usage_error("serve: --token-file '%s': %s", path, why);
 	if (f == NULL || fstat(fileno(f), &st) != 0 ||
 	    ((n = fread(buf, 1, sizeof(buf), f)) == 0 && ferror(f))) {
 		int e = errno;
@@ -933,17 +936,17 @@ read_secret(struct server *s, const char *path)
 		return cli_usage_error("serve: --token-file '%s' is larger "
 		    "than %d bytes", path, SECRET_MAX);
 	/* The file may be the ranks' --key-file (binary): they send a token
-	 * derived from it, the key being the file less one trailing newline
-	 * (or, in older ranks, less all trailing CR and LF). */
+	 * derived from it, the key as cli_key_length reads it (or, in older
+	 * ranks, the file less all trailing CR and LF). */
 	{
 		size_t k = n;
 		char token[65];
 
-		if (k > 0 && buf[k - 1] == '\n')
-			k--;
+		k = cli_key_length((const uint8_t *)buf, n);	/* as ranks do */
 		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
 			snprintf(s->derived[0], sizeof(s->derived[0]),
 			    "Bearer %s", token);
+		k = n;
 		while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
 			k--;
 		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)

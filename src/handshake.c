@@ -575,8 +575,10 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 
 	if (sr_sock_split(f.c.address, host, sizeof(host), &port, why,
 		sizeof(why)) != 0 ||
-	    sr_sock_resolve(host, port, 0, &f.c.addr, why, sizeof(why)) != 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONNECT,
+	    sr_sock_resolve_within(host, port, 0, f.deadline, options->cancel,
+		&f.c.addr, why, sizeof(why)) != 0) {
+		sr_err_set(err, options->cancel != NULL && *options->cancel ?
+		    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
 		    "the address of rank %u is unusable: %s", f.c.peer, why);
 		sr_err_peer(err, f.c.peer, f.c.address);
 		return -1;

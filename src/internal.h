@@ -50,9 +50,27 @@ struct sr_sockaddr {
  */
 int sr_sock_split(const char *address, char *host, size_t host_size,
     uint16_t *port, char *why, size_t why_size);
-/* Resolves a numeric or named host; -1 with why on failure. */
+/*
+ * Resolves a numeric or named host; -1 with why on failure.  A numeric
+ * host never waits.  A name is looked up in a helper thread, so that a
+ * resolver that does not answer cannot outlive deadline_ns (monotonic),
+ * and a transient failure (EAI_AGAIN: no answer from the name server) is
+ * retried with a backoff until then; *cancel (when non-NULL) set non-zero
+ * ends the wait.  why names the host, says why, and how often it was
+ * tried when it was more than once.
+ */
+int sr_sock_resolve_within(const char *host, uint16_t port, int passive,
+    int64_t deadline_ns, volatile int *cancel, struct sr_sockaddr *out,
+    char *why, size_t why_size);
+/* sr_sock_resolve_within with SR_RESOLVE_DEFAULT_MS from now, no cancel
+ * (where no timeout is known: --host and --advertise). */
+#define SR_RESOLVE_DEFAULT_MS 10000
 int sr_sock_resolve(const char *host, uint16_t port, int passive,
     struct sr_sockaddr *out, char *why, size_t why_size);
+/* The resolver names go to: getaddrinfo; tests put a fake here. */
+struct addrinfo;
+extern int (*sr_sock_getaddrinfo)(const char *node, const char *service,
+    const struct addrinfo *hints, struct addrinfo **res);
 /* "ip:port" or "[ip]:port". */
 void sr_sock_format(const struct sr_sockaddr *addr, char *buf, size_t size);
 bool sr_sock_is_unspecified(const struct sr_sockaddr *addr);

@@ -15,15 +15,18 @@
 
 static int
 advertised_address(struct sr_listener *l, const char *host,
-    const char *advertise, uint16_t port, struct sr_error *err)
+    const char *advertise, uint16_t port, int64_t deadline,
+    volatile int *cancel, struct sr_error *err)
 {
 	struct sr_sockaddr addr;
 	char why[256];
 
 	if (advertise == NULL || advertise[0] == '\0')
 		advertise = host;
-	if (sr_sock_resolve(advertise, port, 0, &addr, why, sizeof(why)) != 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND,
+	if (sr_sock_resolve_within(advertise, port, 0, deadline, cancel, &addr,
+		why, sizeof(why)) != 0) {
+		sr_err_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
+		    SR_ECONFIG, SR_PHASE_BIND,
 		    "cannot advertise '%s': %s", advertise, why);
 		return -1;
 	}
@@ -42,6 +45,17 @@ int
 sr_listener_open(struct sr_listener **out, const char *host,
     const char *advertise, uint16_t port, struct sr_error *err)
 {
+	return sr_listener_open_within(out, host, advertise, port,
+	    SR_RESOLVE_DEFAULT_MS, NULL, err);
+}
+
+int
+sr_listener_open_within(struct sr_listener **out, const char *host,
+    const char *advertise, uint16_t port, int64_t timeout_ms,
+    volatile int *cancel, struct sr_error *err)
+{
+	int64_t deadline = sr_clock_ns() + (timeout_ms > 0 ? timeout_ms : 1) *
+	    1000000LL;
 	struct sr_listener *l;
 	struct sr_sockaddr addr;
 	char why[256], where[SR_ADDR_MAX];
@@ -51,8 +65,10 @@ sr_listener_open(struct sr_listener **out, const char *host,
 	sr_error_clear(err);
 	if (host == NULL || host[0] == '\0')
 		host = "127.0.0.1";
-	if (sr_sock_resolve(host, port, 1, &addr, why, sizeof(why)) != 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND, "cannot listen on '%s': %s",
+	if (sr_sock_resolve_within(host, port, 1, deadline, cancel, &addr, why,
+		sizeof(why)) != 0) {
+		sr_err_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
+		    SR_ECONFIG, SR_PHASE_BIND, "cannot listen on '%s': %s",
 		    host, why);
 		return -1;
 	}
@@ -87,7 +103,8 @@ sr_listener_open(struct sr_listener **out, const char *host,
 	l->port = ntohs(addr.ss.ss_family == AF_INET6 ?
 	    ((struct sockaddr_in6 *)&addr.ss)->sin6_port :
 	    ((struct sockaddr_in *)&addr.ss)->sin_port);
-	if (advertised_address(l, host, advertise, l->port, err) != 0) {
+	if (advertised_address(l, host, advertise, l->port, deadline, cancel,
+		err) != 0) {
 		sr_listener_close(l);
 		return -1;
 	}

@@ -154,6 +154,15 @@ struct sr_listener;
  */
 int sr_listener_open(struct sr_listener **out, const char *host,
     const char *advertise, uint16_t port, struct sr_error *err);
+/*
+ * sr_listener_open, with host names (host, advertise) resolved within
+ * timeout_ms (sr_listener_open allows 10 s) and a transient resolver
+ * failure retried until then; *cancel set non-zero (when non-NULL) ends
+ * the wait with SR_EINTERRUPTED.
+ */
+int sr_listener_open_within(struct sr_listener **out, const char *host,
+    const char *advertise, uint16_t port, int64_t timeout_ms,
+    volatile int *cancel, struct sr_error *err);
 /* "ip:port" (IPv6 as "[ip]:port") that the other ranks connect to. */
 const char *sr_listener_address(const struct sr_listener *listener);
 uint16_t sr_listener_port(const struct sr_listener *listener);

@@ -8,9 +8,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -64,14 +68,151 @@ sr_sock_split(const char *address, char *host, size_t host_size,
 	return 0;
 }
 
+int (*sr_sock_getaddrinfo)(const char *node, const char *service,
+    const struct addrinfo *hints, struct addrinfo **res) = getaddrinfo;
+
+/* Backoff between attempts after a transient failure (ms). */
+#define RESOLVE_BACKOFF_FIRST_MS 100
+#define RESOLVE_BACKOFF_MAX_MS 1000
+/* How often a wait for the resolver looks at the cancel flag (ms). */
+#define RESOLVE_TICK_MS 100
+
+/*
+ * One lookup in a helper thread.  The waiter may give up at its deadline
+ * while getaddrinfo still runs: both hold a reference, and the last one
+ * out frees the lookup (and its answer).
+ */
+struct lookup {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	int refs;
+	bool done;
+	int rc;
+	struct addrinfo hints, *res;
+	char host[SR_ADDR_MAX], service[8];
+};
+
+static void
+lookup_release(struct lookup *l)
+{
+	bool last;
+
+	pthread_mutex_lock(&l->lock);
+	last = --l->refs == 0;
+	pthread_mutex_unlock(&l->lock);
+	if (!last)
+		return;
+	if (l->res != NULL)
+		freeaddrinfo(l->res);
+	pthread_cond_destroy(&l->done_cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+static void *
+lookup_run(void *arg)
+{
+	struct lookup *l = arg;
+	struct addrinfo *res = NULL;
+	int rc = sr_sock_getaddrinfo(l->host, l->service, &l->hints, &res);
+
+	pthread_mutex_lock(&l->lock);
+	l->rc = rc;
+	l->res = rc == 0 ? res : NULL;
+	l->done = true;
+	pthread_cond_signal(&l->done_cond);
+	pthread_mutex_unlock(&l->lock);
+	lookup_release(l);
+	return NULL;
+}
+
+/*
+ * One attempt within the deadline: 0 with *out, a getaddrinfo error
+ * code, or 1 when the resolver did not answer in time (or was cancelled:
+ * *cancelled then).
+ */
+static int
+lookup_once(const char *host, const char *service,
+    const struct addrinfo *hints, int64_t deadline_ns, volatile int *cancel,
+    struct sr_sockaddr *out, bool *cancelled)
+{
+	struct lookup *l = calloc(1, sizeof(*l));
+	pthread_condattr_t attr;
+	pthread_attr_t tattr;
+	pthread_t thread;
+	sigset_t all, saved;
+	struct timespec ts;
+	int rc = EAI_MEMORY, started;
+
+	if (l == NULL)
+		return EAI_MEMORY;
+	if (cancel != NULL && *cancel) {
+		free(l);
+		*cancelled = true;
+		return 1;
+	}
+	snprintf(l->host, sizeof(l->host), "%s", host);
+	snprintf(l->service, sizeof(l->service), "%s", service);
+	l->hints = *hints;
+	l->refs = 2;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->done_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	pthread_attr_init(&tattr);
+	pthread_attr_setdetachstate(&tattr, PTHREAD_CREATE_DETACHED);
+	/* The helper blocks every signal, so that a SIGINT wakes the caller's
+	 * waits (EINTR), not a thread stuck in the resolver. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	started = pthread_create(&thread, &tattr, lookup_run, l);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pthread_attr_destroy(&tattr);
+	if (started != 0) {
+		l->refs = 1;
+		lookup_release(l);
+		return EAI_SYSTEM;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (!l->done) {
+		int64_t now = sr_clock_ns(), until = now +
+		    RESOLVE_TICK_MS * 1000000LL;
+
+		if (cancel != NULL && *cancel) {
+			*cancelled = true;
+			break;
+		}
+		if (now >= deadline_ns)
+			break;
+		if (until > deadline_ns)
+			until = deadline_ns;
+		ts.tv_sec = (time_t)(until / 1000000000);
+		ts.tv_nsec = (long)(until % 1000000000);
+		pthread_cond_timedwait(&l->done_cond, &l->lock, &ts);
+	}
+	if (!l->done) {
+		rc = 1;
+	} else if ((rc = l->rc) == 0) {
+		memcpy(&out->ss, l->res->ai_addr, l->res->ai_addrlen);
+		out->len = l->res->ai_addrlen;
+	}
+	pthread_mutex_unlock(&l->lock);
+	lookup_release(l);
+	return rc;
+}
+
 int
-sr_sock_resolve(const char *host, uint16_t port, int passive,
-    struct sr_sockaddr *out, char *why, size_t why_size)
+sr_sock_resolve_within(const char *host, uint16_t port, int passive,
+    int64_t deadline_ns, volatile int *cancel, struct sr_sockaddr *out,
+    char *why, size_t why_size)
 {
 	struct addrinfo hints, *res = NULL;
-	char service[8], bare[SR_ADDR_MAX];
+	char service[8], bare[SR_ADDR_MAX], tries[96];
 	size_t n = strlen(host);
-	int rc;
+	int64_t started = sr_clock_ns();
+	int rc, attempts = 0, delay = RESOLVE_BACKOFF_FIRST_MS;
+	bool cancelled = false;
 
 	/* Accept "[::1]" as well as "::1". */
 	if (n >= 2 && host[0] == '[' && host[n - 1] == ']' &&
@@ -83,20 +224,65 @@ sr_sock_resolve(const char *host, uint16_t port, int passive,
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+	hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST |
+	    (passive ? AI_PASSIVE : 0);
 	snprintf(service, sizeof(service), "%u", port);
-	rc = getaddrinfo(host, service, &hints, &res);
-	if (rc != 0 || res == NULL) {
-		snprintf(why, why_size, "cannot resolve '%s': %s", host,
-		    rc != 0 ? gai_strerror(rc) : "no address");
-		if (res != NULL)
-			freeaddrinfo(res);
-		return -1;
+	/* An address needs no resolver and never waits. */
+	if (getaddrinfo(host, service, &hints, &res) == 0 && res != NULL) {
+		memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
+		out->len = res->ai_addrlen;
+		freeaddrinfo(res);
+		return 0;
 	}
-	memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
-	out->len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
+	if (res != NULL)
+		freeaddrinfo(res);
+	hints.ai_flags &= ~AI_NUMERICHOST;
+	for (;;) {
+		attempts++;
+		rc = lookup_once(host, service, &hints, deadline_ns, cancel, out,
+		    &cancelled);
+		if (rc == 0)
+			return 0;
+		if (rc != EAI_AGAIN || sr_clock_ns() >= deadline_ns)
+			break;
+		/* A transient failure (the name server did not answer):
+		 * again after a backoff, in ticks that see the cancel flag. */
+		for (int left = delay; left > 0 && !cancelled &&
+		    sr_clock_ns() < deadline_ns; left -= RESOLVE_TICK_MS) {
+			if (cancel != NULL && *cancel)
+				cancelled = true;
+			else
+				poll(NULL, 0, left < RESOLVE_TICK_MS ? left :
+				    RESOLVE_TICK_MS);
+		}
+		if (cancelled || sr_clock_ns() >= deadline_ns)
+			break;
+		delay = delay * 2 > RESOLVE_BACKOFF_MAX_MS ?
+		    RESOLVE_BACKOFF_MAX_MS : delay * 2;
+	}
+	tries[0] = '\0';
+	if (attempts > 1)
+		snprintf(tries, sizeof(tries), " (tried %d times in %.1fs)",
+		    attempts, (double)(sr_clock_ns() - started) / 1e9);
+	if (cancelled)
+		snprintf(why, why_size, "interrupted while resolving '%s'", host);
+	else if (rc == 1)
+		snprintf(why, why_size, "cannot resolve '%s': the resolver did "
+		    "not answer within %.1fs%s", host,
+		    (double)(sr_clock_ns() - started) / 1e9, tries);
+	else
+		snprintf(why, why_size, "cannot resolve '%s': %s%s", host,
+		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc),
+		    tries);
+	return -1;
+}
+
+int
+sr_sock_resolve(const char *host, uint16_t port, int passive,
+    struct sr_sockaddr *out, char *why, size_t why_size)
+{
+	return sr_sock_resolve_within(host, port, passive, sr_clock_ns() +
+	    SR_RESOLVE_DEFAULT_MS * 1000000LL, NULL, out, why, why_size);
 }
 
 void

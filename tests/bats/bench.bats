@@ -151,7 +151,7 @@ show() {
 	run timeout 10 "$SR" bench --min-busbw fast
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--min-busbw 'fast'"* ]]
-	run timeout 10 "$SR" bench --corrupt 3:0
+	run timeout 10 "$SR" bench --world 1 --corrupt 3:0
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--corrupt rank 3 is out of range for a world of 1"* ]]
 }
@@ -159,7 +159,7 @@ show() {
 # ------------------------------------------------------------ output
 
 @test "a world of one prints nccl-tests' table, footer and verdict" {
-	run timeout 60 "$SR" bench -b 8 -e 1K -f 4 "${QUICK[@]}"
+	run timeout 60 "$SR" bench --world 1 -b 8 -e 1K -f 4 "${QUICK[@]}"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"# silvic-ring "*" bench: world 1"* ]]
 	[[ "$output" == *"# options: allreduce -b 8 -e 1K -f 4 -n 2 -w 1 -c 1 -d f32 -o sum"* ]]

@@ -85,7 +85,7 @@ load helpers
 }
 
 @test "a world of one runs a script with exact results" {
-	run "$SR" run <<'S'
+	run "$SR" run --world 1 <<'S'
 # a comment
 allreduce sum i64 1 2 {rank}
 expect 1 2 0
@@ -115,7 +115,7 @@ S
 }
 
 @test "a failed expect exits 1 naming the line" {
-	run "$SR" run <<'S'
+	run "$SR" run --world 1 <<'S'
 allreduce sum i64 1 2
 expect 1 3
 S
@@ -124,7 +124,7 @@ S
 }
 
 @test "--json prints one valid JSON object per statement, then the summary" {
-	run bash -c "printf 'allreduce sum i64 5\nexpect 5\nallgather x\n' | '$SR' run --json"
+	run bash -c "printf 'allreduce sum i64 5\nexpect 5\nallgather x\n' | '$SR' run --world 1 --json"
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 4 ]
 	printf '%s\n' "${lines[@]}" | python3 -c '
@@ -139,7 +139,7 @@ assert recs[3]["type"] == "summary" and recs[3]["statements"] == 3, recs[3]
 }
 
 @test "errors become JSON records with --json" {
-	run bash -c "printf 'allreduce sum i64 1\nexpect 2\n' | '$SR' run --json 2>/dev/null"
+	run bash -c "printf 'allreduce sum i64 1\nexpect 2\n' | '$SR' run --world 1 --json 2>/dev/null"
 	[ "$status" -eq 1 ]
 	printf '%s\n' "${lines[@]}" | python3 -c '
 import json, sys
