@@ -116,7 +116,7 @@ const char usage_serve[] =
 "complete address list; a rank that fails before the ring forms takes its\n"
 "registration back (DELETE /jobs/NAME with address=HOST:PORT).  The first\n"
 "line on stdout is the URL served.\n"
-"SIGINT or SIGTERM stop it (exit status 0).\n"
+"SIGINT or SIGTERM stop it (exit status 130).\n"
 "\n"
 "      --listen HOST:PORT   listen there (default 127.0.0.1:0, a free port;\n"
 "                           IPv6 as [::1]:0)\n"
@@ -1267,7 +1267,8 @@ cmd_serve(int argc, char **argv)
 	cli_status("stopping (%s)", cli_interrupted == SIGINT ? "SIGINT" :
 	    "SIGTERM");
 	stop(&s, d);
-	rc = EXIT_OK;
+	/* Stopped cleanly, but by a signal: 130, as every command exits. */
+	rc = EXIT_INTERRUPTED;
 out:
 	jobs_free(s.jobs);
 	serve_conns_free(s.conns);

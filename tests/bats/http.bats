@@ -459,7 +459,7 @@ expect_ring_of_8() {
 	[ "$(cat "$T/curl.out")" = $'# silvic-ring job soon, world 2\n127.0.0.1:6000\n127.0.0.1:6001\n 200' ]
 }
 
-@test "serve: SIGTERM answers waiting requests with 503 and exits 0" {
+@test "serve: SIGTERM answers waiting requests with 503 and exits 130" {
 	start_server
 	curl -s -w ' %{http_code}' "${url}jobs/w?wait=30" >"$T/curl.out" 3>&- &
 	curl_pid=$!
@@ -468,7 +468,8 @@ expect_ring_of_8() {
 	kill -TERM "$server_pid"
 	rc=0
 	wait "$server_pid" || rc=$?
-	[ "$rc" -eq 0 ]
+	[ "$rc" -eq 130 ]
+	grep -q "stopping (SIGTERM)" "$T/serve.err"
 	wait "$curl_pid"
 	[ "$(cat "$T/curl.out")" = $'the server is stopping\n 503' ]
 }
