@@ -190,7 +190,7 @@ assert recs[-1]["type"] == "summary" and recs[-1]["world"] == 2, recs[-1]
 # ------------------------------------------------------ machine output for CI
 
 @test "run --json ends with a summary record, also when the script fails" {
-	run --separate-stderr timeout 60 "$SR" run --json --host 127.0.0.1 --print-address <<<'allreduce sum i64 5
+	run --separate-stderr timeout 60 "$SR" run --world 1 --json --host 127.0.0.1 --print-address <<<'allreduce sum i64 5
 expect 6'
 	echo "status $status; stdout: $output; stderr: $stderr"
 	[ "$status" -eq 1 ]
@@ -235,7 +235,7 @@ assert r["address"].startswith("127.0.0.1:") and int(r["address"].split(":")[1])
 
 @test "a reader that goes away (| head -1) ends the job quietly, as with cat: status 141" {
 	yes 'allreduce sum i64 1' | head -n 20000 >"$T/big" || true
-	run timeout 60 bash -c 'set -o pipefail; "$0" run --json --script "$1" </dev/null 2>"$2" | head -n 1 >/dev/null' \
+	run timeout 60 bash -c 'set -o pipefail; "$0" run --world 1 --json --script "$1" </dev/null 2>"$2" | head -n 1 >/dev/null' \
 		"$SR" "$T/big" "$T/err"
 	cat "$T/err"
 	[ "$status" -eq 141 ]
