@@ -171,7 +171,13 @@ cmd_run(int argc, char **argv)
 		return rc;
 	rc = cli_ring_open(&opts, &ring, NULL, NULL);
 	if (rc == EXIT_OK && ring != NULL) {
+		struct sr_error err;
+
 		rc = script_run(script, ring, stdout, opts.json);
+		/* Closing is a collective too: every rank agrees it ran the
+		 * same collectives, or every rank fails. */
+		if (rc == EXIT_OK && sr_ring_finish(ring, &err) != 0)
+			rc = cli_report(&err, opts.json);
 		sr_ring_close(ring);
 	}
 	script_free(script);

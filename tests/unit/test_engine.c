@@ -226,14 +226,14 @@ broadcast_frame(uint64_t length)
 }
 
 static size_t
-abort_payload(uint8_t *out, uint32_t origin, uint32_t code, uint32_t culprit,
-    const char *reason)
+abort_payload(uint8_t *out, uint32_t origin, uint32_t wire_class,
+    uint32_t culprit, const char *reason)
 {
 	struct sr_abort abort;
 
 	memset(&abort, 0, sizeof(abort));
 	abort.origin = origin;
-	abort.code = code;
+	abort.wire_class = wire_class;
 	abort.culprit = culprit;
 	snprintf(abort.reason, sizeof(abort.reason), "%s", reason);
 	return sr_abort_encode(&abort, out, SR_ABORT_MAX);
@@ -554,20 +554,25 @@ large_frame_payload_waits_for_its_header(void)
 static void
 goodbye_mid_collective_is_out_of_step(void)
 {
-	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = 0 };
-	uint8_t buf[BYTES];
+	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = 0,
+		.length = SR_GOODBYE_LEN };
+	struct sr_goodbye said = { .collectives = 0, .rank = PREV_RANK,
+		.world = WORLD };
+	uint8_t buf[BYTES], payload[SR_GOODBYE_LEN];
 	struct sr_error err;
 	struct fake f;
 
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
-	put_frame(f.far[SR_PREV], &bye, NULL, 0);
+	sr_goodbye_encode(&said, payload);
+	put_frame(f.far[SR_PREV], &bye, payload, sizeof(payload));
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
 	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
 	    sr_code_name(err.code));
 	CHECK(err.peer == PREV_RANK);
 	CHECKF(contains(err.message, "the ring was closed (it finished its "
-	    "collectives) by rank 0 (10.0.0.1:4100)"), "%s", err.message);
+	    "collectives, 0 of them, and said goodbye) by rank 0 "
+	    "(10.0.0.1:4100)"), "%s", err.message);
 	fake_close(&f);
 }
 
@@ -598,7 +603,7 @@ failure_is_told_to_both_neighbours(void)
 		CHECK(get(f.far[s], payload, (size_t)got.length, 1000) == 0);
 		CHECK(sr_abort_decode(payload, (size_t)got.length, &abort) == 0);
 		CHECK(abort.origin == RANK);
-		CHECK(abort.code == SR_EOUT_OF_STEP);
+		CHECK(abort.wire_class == SR_WIRE_OUT_OF_STEP);
 		CHECK(abort.culprit == PREV_RANK);
 		CHECKF(strcmp(abort.reason, err.message) == 0, "\"%s\"",
 		    abort.reason);
@@ -639,7 +644,7 @@ abort_from_peer_reports_origin(void)
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
 	/* Rank 2 failed; its abort came round through rank 0. */
-	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_TIMEOUT,
 	    PREV_RANK, timeout_reason);
 	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
@@ -653,7 +658,7 @@ abort_from_peer_reports_origin(void)
 		CHECK(get(f.far[SR_NEXT], payload, (size_t)got.length,
 		    1000) == 0);
 		CHECK(sr_abort_decode(payload, (size_t)got.length, &fwd) == 0);
-		CHECK(fwd.origin == NEXT_RANK && fwd.code == SR_ETIMEOUT &&
+		CHECK(fwd.origin == NEXT_RANK && fwd.wire_class == SR_WIRE_TIMEOUT &&
 		    fwd.culprit == PREV_RANK);
 		CHECKF(strcmp(fwd.reason, timeout_reason) == 0, "\"%s\"",
 		    fwd.reason);
@@ -673,7 +678,7 @@ abort_fed_one_byte_at_a_time(void)
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
 	frame.length = abort_payload(wire + SR_FRAME_HEADER_LEN, NEXT_RANK,
-	    SR_ETIMEOUT, PREV_RANK, timeout_reason);
+	    SR_WIRE_TIMEOUT, PREV_RANK, timeout_reason);
 	sr_frame_encode(&frame, wire);
 	pid = trickle(f.far[SR_PREV], wire,
 	    SR_FRAME_HEADER_LEN + (size_t)frame.length);
@@ -697,7 +702,7 @@ abort_on_the_idle_side_is_noticed(void)
 		return;
 	/* Rank 1 waits on rank 0, which is silent; rank 2 fails and tells
 	 * its previous rank, on the side nothing is expected from. */
-	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_TIMEOUT,
 	    PREV_RANK, timeout_reason);
 	put_frame(f.far[SR_NEXT], &frame, payload, (size_t)frame.length);
 	start = now_ms();
@@ -718,7 +723,7 @@ abort_without_culprit_blames_origin(void)
 
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
-	frame.length = abort_payload(payload, NEXT_RANK, SR_EIO, SR_NO_RANK,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_IO, SR_NO_RANK,
 	    "disk full");
 	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
@@ -733,7 +738,8 @@ abort_without_culprit_blames_origin(void)
 static void
 abort_with_unknown_code_is_aborted(void)
 {
-	static const uint32_t codes[] = { SR_EOK, SR_CODE_COUNT, 999,
+	/* 0 and codes past the last frozen one. */
+	static const uint32_t codes[] = { 0, SR_WIRE_CHECK + 1, 999,
 		UINT32_MAX };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
