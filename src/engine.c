@@ -127,6 +127,12 @@ peer_error(struct run *r, enum sr_side side, enum sr_code code,
 static void
 io_error(struct run *r, enum sr_side side, ssize_t n, struct sr_error *err)
 {
+	/* The end of a stream whose send side broke first: the send's
+	 * error (a reset) says more than the EOF that followed it. */
+	if (n == 0 && r->side[side].out_errno != 0) {
+		errno = r->side[side].out_errno;
+		n = -1;
+	}
 	if (n == 0)
 		peer_error(r, side, SR_EPEER_CLOSED, err,
 		    "lost the connection (closed by the peer) to");
@@ -384,7 +390,13 @@ clean_end(const struct sr_peer *p, ssize_t n)
 	    (n == 0 || errno == ECONNRESET);
 }
 
-/* A heartbeat came: the peer is alive and waits on the rank it names. */
+/*
+ * A heartbeat came: the peer is alive and waits on the rank it names.
+ * Unless it waits on this very rank while this rank cannot send to it:
+ * then the link this way is what is stuck (a blackhole, a frozen
+ * direction), and the heartbeat does not excuse the silence of the
+ * peer's receive side.
+ */
 static void
 heartbeat_in(struct run *r, enum sr_side side, const struct sr_frame *got)
 {
@@ -392,7 +404,8 @@ heartbeat_in(struct run *r, enum sr_side side, const struct sr_frame *got)
 
 	p->header_got = 0;
 	p->waits_on = got->step;
-	r->side[side].heard = true;
+	if (!(got->step == r->ring->rank && r->side[side].blocked_out))
+		r->side[side].heard = true;
 }
 
 /*
@@ -1062,7 +1075,8 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		if (moved > 0 || r.side[0].heard || r.side[1].heard) {
 			now = sr_clock_ns();
 			for (int s = 0; s < 2; s++) {
-				if (in[s] > 0 || r.side[s].heard)
+				/* Bytes it sent, or took: it is alive. */
+				if (in[s] > 0 || out[s] > 0 || r.side[s].heard)
 					ring->peer[s].heard_ns = now;
 				if (out[s] > 0)
 					ring->peer[s].sent_ns = now;
