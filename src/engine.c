@@ -435,7 +435,7 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 				p->eof = true;	/* a clean close, nothing owed */
 				return 0;
 			}
-			peer_error(r, side, SR_EOUT_OF_STEP, err,
+			peer_error(r, side, SR_EOUT_OF_STEP, err, "out of step: "
 			    "the ring was closed (it finished its collectives) by");
 			return -1;
 		}
@@ -456,8 +456,8 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 		p->abort_got = 0;
 		return read_abort(r, side, err);
 	case SR_FRAME_IS_BYE:
-		peer_error(r, side, SR_EOUT_OF_STEP, err,
-		    "the ring was closed (it finished its collectives, %llu of "
+		peer_error(r, side, SR_EOUT_OF_STEP, err, "out of step: the "
+		    "ring was closed (it finished its collectives, %llu of "
 		    "them, and said goodbye) by", (unsigned long long)got.seq);
 		return -1;
 	case SR_FRAME_BAD_ABORT:
