@@ -107,7 +107,8 @@ all_out_of_step() {
 		loopback_list "$BATS_TEST_TMPDIR/real" "${ports[@]}"
 		# Link 0 -> 1 through the proxy: the hello (32 bytes), then
 		# rank 0's frame header (24), then its 8-byte payload.
-		start_proxy proxy --target "127.0.0.1:${ports[1]}" --flip-after 56 --lifetime 60
+		# A name per run: bg truncates its files only once started.
+		start_proxy "proxy$i" --target "127.0.0.1:${ports[1]}" --flip-after 56 --lifetime 60
 		loopback_list "$BATS_TEST_TMPDIR/via" "${ports[0]}" "$PROXY_PORT" "${ports[2]}"
 		start_rank 1 "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 10 --integrity
 		start_rank 2 "$BATS_TEST_TMPDIR/real" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 10 --integrity
@@ -119,7 +120,7 @@ all_out_of_step() {
 			grep -Eq "rank $r: .*integrity check failed \(CRC-32C 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}\) on a frame from rank 0" "$(err "$r")"
 			[ "$r" -eq 1 ] || grep -q "rank $r: .*rank 1 reported: .*integrity check failed" "$(err "$r")"
 		done
-		grep -q 'flipped byte 56 of the client->server stream' "$BATS_TEST_TMPDIR/proxy.err"
+		grep -q 'flipped byte 56 of the client->server stream' "$BATS_TEST_TMPDIR/proxy$i.err"
 		kill "$PROXY_PID" 2>/dev/null || true
 		wait "$PROXY_PID" 2>/dev/null || true
 	done
