@@ -13,10 +13,10 @@
  * Every header is checked against the frame this rank expects before a
  * byte of its payload is read: nothing is ever sized by the wire.
  *
- * Silence is judged per side.  A rank that waits (nothing moved) sends
- * each neighbour a heartbeat now and then (every quarter timeout, at most
- * a second apart; never while data flows), saying it is alive and whom it
- * waits on.  A side this rank waits on (a receive due from it, or a send
+ * Silence is judged per side.  A rank in a collective sends each
+ * neighbour it has sent nothing to for a while a heartbeat (every quarter
+ * timeout, at most a second apart; never on a side data flows on), saying
+ * it is alive and whom it waits on.  A side this rank waits on (a receive due from it, or a send
  * it does not drain) that stays silent, heartbeats included, for the
  * timeout fails the collective naming that peer.  So when a rank stops or
  * a link freezes, only the ranks next to it time out, and their abort
@@ -283,6 +283,12 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 	int rc;
 
 	c->blocked_out = false;
+	if (c->out_errno != 0 && (c->parked || p->eof)) {
+		/* Nothing more will be read there: the send's error stands. */
+		errno = c->out_errno;
+		io_error(r, side, -1, err);
+		return -1;
+	}
 	if (c->out_errno != 0)
 		return 0;
 	if (p->tx_control && (rc = control_out(r, side, err)) != 1)
@@ -925,9 +931,9 @@ check_silence(struct run *r, int64_t now, int64_t *wake,
 }
 
 /*
- * A waiting rank tells each neighbour it has sent nothing to for a
- * heartbeat period that it is alive, and whom it waits on, when the
- * link is between frames.  Lowers *wake to the next heartbeat due.
+ * Tells each neighbour this rank has sent nothing to for a heartbeat
+ * period that it is alive, and whom it waits on, when the link is between
+ * frames.  Lowers *wake to the next heartbeat due.
  */
 static int
 heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
@@ -1050,7 +1056,7 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 	start_clocks(&r);
 	for (;;) {
 		struct pollfd fds[2];
-		int64_t moved = 0, in[2], out[2], now = 0, wake;
+		int64_t moved = 0, in[2], out[2], now = 0, wake = INT64_MAX;
 		int rc;
 
 		if (ring->cancel != NULL && *ring->cancel) {
@@ -1086,6 +1092,11 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		if (moved > 0) {
 			r.progress_ns = now;
 			spin_until = 0;
+			/* A side this rank has nothing to send on hears from it
+			 * all the same: one header a period, while data flows
+			 * on the other side. */
+			if (heartbeats(&r, now, &wake, err) != 0)
+				return -1;
 			continue;
 		}
 		/* Only once nothing moves: while data flows, an extra recv on
