@@ -188,7 +188,7 @@ enum sr_frame_check sr_frame_check(const struct sr_frame *got,
     const struct sr_frame *want);
 
 /*
- * Abort: kind SR_FRAME_ABORT, step 0, seq the collective under way, and
+ * Abort: kind SR_FRAME_ABORT, step 0, seq 0 (it ends any collective), and
  * this payload (the reason's length is the frame's length less 12):
  *
  *   offset  size  field
