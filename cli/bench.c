@@ -1161,6 +1161,14 @@ cmd_bench(int argc, char **argv)
 		    "world of %u", o.root, s.world);
 	else
 		rc = bench(&s, addresses);
+	/* Closing is a collective too: a rank that ran another sweep fails
+	 * every rank, rather than each passing on its own. */
+	if (rc == EXIT_OK || rc == EXIT_THRESHOLD) {
+		struct sr_error err;
+
+		if (sr_ring_finish(s.ring, &err) != 0)
+			rc = cli_report(&err, o.json);
+	}
 	sr_ring_close(s.ring);
 	free(s.send);
 	free(s.recv);

@@ -173,6 +173,8 @@ cli_exit_for(const struct sr_error *err)
 		return EXIT_USAGE;
 	case SR_ENOMEM:
 		return EXIT_INTERNAL;
+	case SR_ECHECK:
+		return EXIT_CHECK;
 	case SR_EAUTH:
 		return EXIT_AUTH;
 	case SR_EINTERRUPTED:

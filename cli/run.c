@@ -247,8 +247,14 @@ cmd_run(int argc, char **argv)
 	started = cli_now_ns();
 	rc = cli_ring_open(&opts, &ring, &addresses, &world);
 	if (rc == EXIT_OK && ring != NULL) {
+		struct sr_error err;
+
 		form_s = (double)(cli_now_ns() - started) / 1e9;
 		rc = script_run(script, ring, stdout, opts.json);
+		/* Closing is a collective too: every rank agrees it ran the
+		 * same collectives, or every rank fails. */
+		if (rc == EXIT_OK && sr_ring_finish(ring, &err) != 0)
+			rc = cli_report(&err, opts.json);
 	}
 	if (opts.json && !opts.dry_run)
 		summary(ring, addresses, world, script, form_s, rc);

@@ -681,7 +681,7 @@ expect_failed(struct runner *r, const struct stmt *st, const char *what)
 	char message[SR_MESSAGE_MAX + 64];
 
 	sr_error_clear(&err);
-	err.code = SR_EABORTED;
+	err.code = SR_ECHECK;
 	err.phase = SR_PHASE_COLLECTIVE;
 	err.rank = r->rank;
 	snprintf(message, sizeof(message), "%s:%u: expect failed: %s",

@@ -1,9 +1,10 @@
 /*
  * fuzz_wire.c - the wire codecs of src/wire.c against arbitrary bytes:
  * the hello and its judgement, the verdict, the frame header with its
- * check and description, and the abort payload.
+ * check and description, the abort payload with its failure class, and
+ * the goodbye payload.
  *
- * The first byte picks the codec (mod 4); the rest is what a peer sent:
+ * The first byte picks the codec (mod 5); the rest is what a peer sent:
  *	0  hello: 32 bytes [, token u64, world u32, expected rank u32,
  *	   acceptor rank u32]	(the acceptor's side, all little-endian);
  *	   a decoded hello re-encodes to the same 32 bytes
@@ -12,6 +13,8 @@
  *	2  frame header: 24 bytes [, a second header as the expected one
  *	   [, one byte: the size of the description buffer]]
  *	3  abort payload: any length
+ *	4  goodbye payload: 16 bytes, then the heartbeat header built from
+ *	   its first 12
  * Each piece is copied into a heap block of its exact size so that a read
  * past it is caught.  Must not touch anything but its arguments.
  */
@@ -204,14 +207,21 @@ check_against(const struct sr_frame *got, const struct sr_frame *want)
 		    got->length > SR_ABORT_MAX);
 		break;
 	case SR_FRAME_IS_BYE:
-		FUZZ_CHECK(got->kind == SR_FRAME_BYE && got->length == 0);
+		/* A goodbye where another collective's frame was due. */
+		FUZZ_CHECK(got->kind == SR_FRAME_BYE && got->step == 0 &&
+		    got->length == SR_GOODBYE_LEN && want->kind != SR_FRAME_BYE);
+		break;
+	case SR_FRAME_IS_HEARTBEAT:
+		/* Header only: nothing of what follows is taken for it. */
+		FUZZ_CHECK(got->kind == SR_FRAME_HEARTBEAT &&
+		    got->length == 0 && got->dtype == 0 && got->op == 0);
 		break;
 	case SR_FRAME_MISMATCH:
 		FUZZ_CHECK(!same_frame(got, want));
 		break;
 	}
 	if (same_frame(got, want) && got->kind != SR_FRAME_ABORT &&
-	    got->kind != SR_FRAME_BYE)
+	    got->kind != SR_FRAME_HEARTBEAT)
 		FUZZ_CHECK(c == SR_FRAME_MATCH);
 }
 
@@ -286,7 +296,11 @@ fuzz_abort(const uint8_t *data, size_t size)
 		return;
 	}
 	FUZZ_CHECK(got.origin == u32_at(in));
-	FUZZ_CHECK(got.code == u32_at(in + 4));
+	FUZZ_CHECK(got.wire_class == u32_at(in + 4));
+	/* Any class reads as a code that maps back to it, or as "aborted". */
+	FUZZ_CHECK(sr_wire_from_code(sr_wire_to_code(got.wire_class)) ==
+	    got.wire_class || sr_wire_to_code(got.wire_class) == SR_EABORTED);
+	FUZZ_CHECK((unsigned)sr_wire_to_code(got.wire_class) < SR_CODE_COUNT);
 	FUZZ_CHECK(got.culprit == u32_at(in + 8));
 	reason = size - SR_ABORT_FIXED;
 	if (reason > SR_ABORT_REASON_MAX)
@@ -317,12 +331,45 @@ fuzz_abort(const uint8_t *data, size_t size)
 	free(in);
 }
 
+static void
+fuzz_goodbye(const uint8_t *data, size_t size)
+{
+	uint8_t *in, *out;
+	struct sr_goodbye bye;
+	struct sr_frame frame;
+
+	if (size < SR_GOODBYE_LEN)
+		return;
+	in = exact(data, SR_GOODBYE_LEN);
+	sr_goodbye_decode(in, &bye);
+	FUZZ_CHECK(bye.collectives == u64_at(in));
+	FUZZ_CHECK(bye.rank == u32_at(in + 8));
+	FUZZ_CHECK(bye.world == u32_at(in + 12));
+	out = malloc(SR_GOODBYE_LEN);
+	FUZZ_CHECK(out != NULL);
+	sr_goodbye_encode(&bye, out);
+	FUZZ_CHECK(memcmp(out, in, SR_GOODBYE_LEN) == 0);
+	free(out);
+	/* A heartbeat is a header that decodes as one and is taken as one
+	 * against any expected frame. */
+	out = malloc(SR_FRAME_HEADER_LEN);
+	FUZZ_CHECK(out != NULL);
+	sr_heartbeat_encode(bye.rank, bye.collectives, out);
+	sr_frame_decode(out, &frame);
+	FUZZ_CHECK(frame.kind == SR_FRAME_HEARTBEAT && frame.step == bye.rank &&
+	    frame.seq == bye.collectives && frame.length == 0);
+	check_against(&frame, &frame);
+	FUZZ_CHECK(sr_frame_check(&frame, &frame) == SR_FRAME_IS_HEARTBEAT);
+	free(out);
+	free(in);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		fuzz_hello(data + 1, size - 1);
 		break;
@@ -332,6 +379,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2:
 		fuzz_frame(data + 1, size - 1);
+		break;
+	case 4:
+		fuzz_goodbye(data + 1, size - 1);
 		break;
 	default:
 		fuzz_abort(data + 1, size - 1);

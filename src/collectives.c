@@ -12,6 +12,7 @@
  * call live in the ring's plan (sr_ring_plan): nothing is allocated per
  * call or per step.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,7 +197,7 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 /*
  * An allgather of `bytes` from every rank into recv, its frames saying
  * `frame` (kind, and dtype and op for a small allreduce, so ranks that
- * disagree on them are out of step).  Both directions at once: forward
+ * disagree on them are out of step; steps count from frame.step).  Both directions at once: forward
  * brings the blocks of ranks r-1, r-2, ..., backward those of r+1, r+2,
  * ..., so it takes ceil((n-1)/2) hops, not n-1.
  */
@@ -205,7 +206,7 @@ gather(struct sr_ring *ring, struct sr_frame frame, const uint8_t *send,
     size_t bytes, uint8_t *recv, struct sr_error *err)
 {
 	uint32_t n = ring->world, r = ring->rank;
-	uint32_t ahead = n / 2, behind = (n - 1) / 2;
+	uint32_t ahead = n / 2, behind = (n - 1) / 2, base = frame.step;
 	struct sr_transfer x;
 	struct direction d;
 
@@ -217,14 +218,14 @@ gather(struct sr_ring *ring, struct sr_frame frame, const uint8_t *send,
 	x.op = SR_SUM;
 	d = direction_of(ring, false);
 	for (uint32_t k = 0; k < ahead; k++) {
-		frame.step = k;
+		frame.step = base + k;
 		add_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + n - k) % n) * bytes,
 		    bytes, k > 0, recv + (size_t)(((uint64_t)r + n - 1 - k) % n) * bytes,
 		    bytes, NULL);
 	}
 	d = direction_of(ring, true);
 	for (uint32_t k = 0; k < behind; k++) {
-		frame.step = k;
+		frame.step = base + k;
 		add_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + k) % n) * bytes,
 		    bytes, k > 0, recv + (size_t)(((uint64_t)r + 1 + k) % n) * bytes,
 		    bytes, NULL);
@@ -517,4 +518,126 @@ sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf, size_t bytes,
 			.frame = back, .gate = 0 };
 	}
 	return run(ring, &x, err);
+}
+
+/* The neighbour on `side` sent a goodbye this rank cannot agree with. */
+static int
+bad_goodbye(struct sr_ring *ring, enum sr_side side,
+    const struct sr_goodbye *bye, struct sr_error *err)
+{
+	struct sr_peer *p = &ring->peer[side];
+
+	sr_err_set(err, SR_EOUT_OF_STEP, SR_PHASE_CLOSE, "out of step at the "
+	    "close: rank %u (%s) said goodbye as rank %u of %u after %llu "
+	    "collective(s); this rank is rank %u of %u after %llu", p->rank,
+	    p->address, bye->rank, bye->world,
+	    (unsigned long long)bye->collectives, ring->rank, ring->world,
+	    (unsigned long long)ring->seq);
+	err->peer = p->rank;
+	snprintf(err->peer_address, sizeof(err->peer_address), "%s",
+	    p->address);
+	err->rank = ring->rank;
+	sr_ring_fail(ring, err);
+	return -1;
+}
+
+/*
+ * The goodbyes: one to each neighbour, one from each, each saying how
+ * many collectives its sender ran.  The engine checks each header against
+ * this rank's own goodbye before anything else: a count that differs, or
+ * a frame of a collective this rank did not run (say, a broadcast whose
+ * root it disagreed on) still unread, is out of step.
+ */
+static int
+exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
+{
+	uint8_t mine[SR_GOODBYE_LEN], theirs[2][SR_GOODBYE_LEN];
+	struct sr_goodbye bye = { .collectives = ring->seq,
+		.rank = ring->rank, .world = ring->world };
+	struct sr_frame frame = { .kind = SR_FRAME_BYE, .seq = ring->seq,
+		.length = SR_GOODBYE_LEN };
+	struct sr_transfer x;
+
+	if (sr_ring_plan(ring, 2, &x) != 0)
+		return nomem(ring, err);
+	sr_goodbye_encode(&bye, mine);
+	x.dtype = SR_U32;
+	for (int s = 0; s < 2; s++) {
+		x.sends[s] = (struct sr_send){ .side = (enum sr_side)s,
+			.data = mine, .len = SR_GOODBYE_LEN, .frame = frame,
+			.gate = -1 };
+		x.recvs[s] = (struct sr_recv){ .side = (enum sr_side)s,
+			.data = theirs[s], .len = SR_GOODBYE_LEN,
+			.frame = frame };
+	}
+	x.nsends = x.nrecvs = 2;
+	if (run(ring, &x, err) != 0)
+		return -1;
+	for (int s = 0; s < 2; s++) {
+		sr_goodbye_decode(theirs[s], &bye);
+		if (bye.collectives != ring->seq || bye.world != ring->world ||
+		    bye.rank != ring->peer[s].rank)
+			return bad_goodbye(ring, (enum sr_side)s, &bye, err);
+		/* From now on its EOF is a clean end. */
+		ring->peer[s].bye = true;
+	}
+	return 0;
+}
+
+/*
+ * After the barrier every rank has agreed: the write sides are shut and
+ * both neighbours read to their EOF, so that no close here resets a
+ * neighbour still finishing (a reset would discard what it has not read
+ * yet).  Only heartbeats may come meanwhile; an abort (a failure after
+ * the agreement) is reported, anything else is out of step.  A neighbour
+ * that stays silent for the timeout is left: the agreement stands.
+ */
+static int
+drain_to_eof(struct sr_ring *ring, struct sr_error *err)
+{
+	struct sr_transfer x;
+
+	for (int s = 0; s < 2; s++)
+		shutdown(ring->peer[s].fd, SHUT_WR);
+	if (sr_ring_plan(ring, 1, &x) != 0)
+		return 0;
+	x.drain = true;
+	x.dtype = SR_U32;
+	if (sr_engine_run(ring, &x, err) == 0 || err->code == SR_ETIMEOUT) {
+		sr_error_clear(err);
+		return 0;
+	}
+	err->rank = ring->rank;
+	err->phase = SR_PHASE_CLOSE;
+	sr_ring_fail(ring, err);
+	return -1;
+}
+
+int
+sr_ring_finish(struct sr_ring *ring, struct sr_error *err)
+{
+	struct sr_frame frame;
+
+	sr_error_clear(err);
+	if (ring == NULL) {
+		sr_err_set(err, SR_ECONFIG, SR_PHASE_CLOSE,
+		    "no ring (sr_ring_connect failed or was not called)");
+		return -1;
+	}
+	if (ring->failed)
+		return sr_ring_fail_again(ring, err);
+	if (ring->finished || ring->world == 1) {
+		ring->finished = true;
+		return 0;
+	}
+	if (exchange_goodbyes(ring, err) != 0)
+		return -1;
+	/* The closing barrier, steps 1, 2, ...: once it is through, every
+	 * rank has checked both its links. */
+	frame = (struct sr_frame){ .kind = SR_FRAME_BYE, .step = 1,
+		.seq = ring->seq };
+	if (gather(ring, frame, NULL, 0, NULL, err) != 0)
+		return -1;
+	ring->finished = true;
+	return drain_to_eof(ring, err);
 }

@@ -12,6 +12,18 @@
  *
  * Every header is checked against the frame this rank expects before a
  * byte of its payload is read: nothing is ever sized by the wire.
+ *
+ * Silence is judged per side.  A rank in a collective sends each
+ * neighbour it has sent nothing to for a while a heartbeat (every quarter
+ * timeout, at most a second apart; never on a side data flows on), saying
+ * it is alive and whom it waits on.  A side this rank waits on (a receive due from it, or a send
+ * it does not drain) that stays silent, heartbeats included, for the
+ * timeout fails the collective naming that peer.  So when a rank stops or
+ * a link freezes, only the ranks next to it time out, and their abort
+ * names it to everyone else, instead of every rank's timer expiring at
+ * once naming whichever neighbour it happened to wait on.  Ranks that are
+ * all alive but all wait (a deadlock of out-of-step calls) fail after
+ * twice the timeout without progress.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +46,10 @@ struct cursor {
 	 * short): no read is tried until poll reports it readable. */
 	bool dry;
 	bool parked;	/* a later collective's header waits in the peer */
+	bool heard;	/* a control frame came (not counted as moved) */
+	/* The send side failed (EPIPE, reset): nothing more is sent, but
+	 * the side is read on, for an abort the peer sent before it went. */
+	int out_errno;
 };
 
 struct run {
@@ -42,7 +58,8 @@ struct run {
 	struct cursor side[2];
 	size_t esize;
 	uint64_t frame_max;	/* payload bytes a frame carries at most */
-	int failed_side;	/* the side a peer_error named */
+	int64_t heartbeat_ns;	/* a waiting rank's heartbeat period */
+	int64_t progress_ns;	/* when payload last moved */
 };
 
 static int
@@ -99,7 +116,6 @@ peer_error(struct run *r, enum sr_side side, enum sr_code code,
 	}
 	if (have)
 		sr_frame_describe(&frame, where, sizeof(where));
-	r->failed_side = (int)side;
 	sr_err_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
 	    what, p->rank, p->address, where[0] ? " in " : "", where);
 	err->peer = p->rank;
@@ -111,6 +127,12 @@ peer_error(struct run *r, enum sr_side side, enum sr_code code,
 static void
 io_error(struct run *r, enum sr_side side, ssize_t n, struct sr_error *err)
 {
+	/* The end of a stream whose send side broke first: the send's
+	 * error (a reset) says more than the EOF that followed it. */
+	if (n == 0 && r->side[side].out_errno != 0) {
+		errno = r->side[side].out_errno;
+		n = -1;
+	}
 	if (n == 0)
 		peer_error(r, side, SR_EPEER_CLOSED, err,
 		    "lost the connection (closed by the peer) to");
@@ -205,6 +227,52 @@ frame_sent(struct run *r, struct sr_peer *p, struct sr_send *s, size_t n)
 	p->tx_trailer_left -= n < p->tx_trailer_left ? n : p->tx_trailer_left;
 }
 
+/*
+ * A send failed: a peer that failed first sent its abort before it went,
+ * and the abort may be queued here still (the reset that broke the send
+ * came after it).  Its words name the rank that really failed, so the
+ * side is read on until the abort or the end of the stream comes; only
+ * then is the failure this rank's own.
+ */
+static int
+send_failed(struct run *r, enum sr_side side, ssize_t n,
+    struct sr_error *err)
+{
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+		r->side[side].out_errno = errno;
+		r->side[side].dry = false;
+		return 0;
+	}
+	io_error(r, side, n, err);
+	return -1;
+}
+
+/* Sends the rest of a control frame (a heartbeat's header): 1 when it is
+ * out, 0 when the socket is full, -1 on error. */
+static int
+control_out(struct run *r, enum sr_side side, struct sr_error *err)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+
+	while (p->tx_header_left > 0) {
+		ssize_t n = send(p->fd, p->tx_header + SR_FRAME_HEADER_LEN -
+		    p->tx_header_left, p->tx_header_left,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			r->side[side].blocked_out = true;
+			return 0;
+		}
+		if (n <= 0)
+			return send_failed(r, side, n, err) < 0 ? -1 : 0;
+		p->tx_header_left -= (size_t)n;
+	}
+	p->tx_control = false;
+	return 1;
+}
+
 /* Sends what it can on one side; returns bytes moved or -1 on error. */
 static int64_t
 pump_out(struct run *r, enum sr_side side, struct sr_error *err)
@@ -212,8 +280,19 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 	struct cursor *c = &r->side[side];
 	struct sr_peer *p = &r->ring->peer[side];
 	int64_t moved = 0;
+	int rc;
 
 	c->blocked_out = false;
+	if (c->out_errno != 0 && (c->parked || p->eof)) {
+		/* Nothing more will be read there: the send's error stands. */
+		errno = c->out_errno;
+		io_error(r, side, -1, err);
+		return -1;
+	}
+	if (c->out_errno != 0)
+		return 0;
+	if (p->tx_control && (rc = control_out(r, side, err)) != 1)
+		return rc;
 	while (c->send >= 0) {
 		struct sr_send *s = &r->x->sends[c->send];
 		struct iovec iov[3];
@@ -252,10 +331,8 @@ pump_out(struct run *r, enum sr_side side, struct sr_error *err)
 			c->blocked_out = true;
 			break;
 		}
-		if (n < 0) {
-			io_error(r, side, n, err);
-			return -1;
-		}
+		if (n < 0)
+			return send_failed(r, side, n, err) < 0 ? -1 : moved;
 		moved += n;
 		frame_sent(r, p, s, (size_t)n);
 	}
@@ -305,21 +382,36 @@ read_abort(struct run *r, enum sr_side side, struct sr_error *err)
 		return -1;
 	}
 	sr_abort_decode(p->abort_buf, (size_t)p->abort_len, &abort);
-	sr_err_set(err, abort.code < SR_CODE_COUNT && abort.code != SR_EOK ?
-	    (enum sr_code)abort.code : SR_EABORTED, SR_PHASE_COLLECTIVE,
-	    "rank %u reported: %s", abort.origin, abort.reason);
-	err->origin = abort.origin;
-	if (abort.culprit != SR_NO_RANK) {
-		err->peer = abort.culprit;
-		if (abort.culprit < r->ring->world)
-			snprintf(err->peer_address, sizeof(err->peer_address),
-			    "%s", r->ring->addresses[abort.culprit]);
-	} else if (abort.origin < r->ring->world) {
-		err->peer = abort.origin;
-		snprintf(err->peer_address, sizeof(err->peer_address), "%s",
-		    r->ring->addresses[abort.origin]);
-	}
+	sr_ring_heard_abort(r->ring, &abort, err);
 	return -1;
+}
+
+/* Whether a failed read (n: its result) is the end of a peer that said
+ * goodbye and owes nothing more: a close, or the reset of a close that
+ * found a heartbeat of this rank unread. */
+static bool
+clean_end(const struct sr_peer *p, ssize_t n)
+{
+	return p->bye && p->header_got == 0 &&
+	    (n == 0 || errno == ECONNRESET);
+}
+
+/*
+ * A heartbeat came: the peer is alive and waits on the rank it names.
+ * Unless it waits on this very rank while this rank cannot send to it:
+ * then the link this way is what is stuck (a blackhole, a frozen
+ * direction), and the heartbeat does not excuse the silence of the
+ * peer's receive side.
+ */
+static void
+heartbeat_in(struct run *r, enum sr_side side, const struct sr_frame *got)
+{
+	struct sr_peer *p = &r->ring->peer[side];
+
+	p->header_got = 0;
+	p->waits_on = got->step;
+	if (!(got->step == r->ring->rank && r->side[side].blocked_out))
+		r->side[side].heard = true;
 }
 
 /*
@@ -339,23 +431,30 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 
 	if (p->abort_len > 0)
 		return read_abort(r, side, err);
-	rc = fill(p->fd, p->header, SR_FRAME_HEADER_LEN, &p->header_got, &n);
-	if (rc == 0)
-		return 0;
-	if (rc < 0 && n == 0 && p->bye && p->header_got == 0) {
-		if (want == NULL) {
-			p->eof = true;	/* a clean close, nothing owed */
+	for (;;) {
+		rc = fill(p->fd, p->header, SR_FRAME_HEADER_LEN, &p->header_got,
+		    &n);
+		if (rc == 0)
 			return 0;
+		if (rc < 0 && clean_end(p, n)) {
+			if (want == NULL) {
+				p->eof = true;	/* a clean close, nothing owed */
+				return 0;
+			}
+			peer_error(r, side, SR_EOUT_OF_STEP, err, "out of step: "
+			    "the ring was closed (it finished its collectives) by");
+			return -1;
 		}
-		peer_error(r, side, SR_EOUT_OF_STEP, err,
-		    "the ring was closed (it finished its collectives) by");
-		return -1;
+		if (rc < 0) {
+			io_error(r, side, n, err);
+			return -1;
+		}
+		sr_frame_decode(p->header, &got);
+		if (sr_frame_check(&got, want != NULL ? want : &got) !=
+		    SR_FRAME_IS_HEARTBEAT)
+			break;
+		heartbeat_in(r, side, &got);
 	}
-	if (rc < 0) {
-		io_error(r, side, n, err);
-		return -1;
-	}
-	sr_frame_decode(p->header, &got);
 	switch (sr_frame_check(&got, want != NULL ? want : &got)) {
 	case SR_FRAME_IS_ABORT:
 		p->header_got = 0;
@@ -363,21 +462,36 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 		p->abort_got = 0;
 		return read_abort(r, side, err);
 	case SR_FRAME_IS_BYE:
-		p->header_got = 0;
-		p->bye = true;
-		if (want != NULL) {
-			peer_error(r, side, SR_EOUT_OF_STEP, err,
-			    "the ring was closed (it finished its collectives) by");
-			return -1;
-		}
-		return 0;
+		peer_error(r, side, SR_EOUT_OF_STEP, err, "out of step: the "
+		    "ring was closed (it finished its collectives, %llu of "
+		    "them, and said goodbye) by", (unsigned long long)got.seq);
+		return -1;
 	case SR_FRAME_BAD_ABORT:
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
 		    "an abort frame of %llu bytes (not a silvic frame) came from",
 		    (unsigned long long)got.length);
 		return -1;
+	case SR_FRAME_IS_HEARTBEAT:
 	case SR_FRAME_MISMATCH:
 		sr_frame_describe(&got, saw, sizeof(saw));
+		if (want != NULL && want->kind == SR_FRAME_BYE &&
+		    got.kind == SR_FRAME_BYE && got.step == want->step &&
+		    got.seq != want->seq) {
+			peer_error(r, side, SR_EOUT_OF_STEP, err,
+			    "out of step at the close: this rank ran %llu "
+			    "collective(s), and %llu were run by",
+			    (unsigned long long)want->seq,
+			    (unsigned long long)got.seq);
+			return -1;
+		}
+		if (want != NULL && want->kind == SR_FRAME_BYE &&
+		    got.kind != SR_FRAME_BYE) {
+			peer_error(r, side, SR_EOUT_OF_STEP, err,
+			    "out of step at the close: after its %llu "
+			    "collective(s) this rank still had unread a frame "
+			    "(%s) from", (unsigned long long)want->seq, saw);
+			return -1;
+		}
 		sr_frame_describe(want, expected, sizeof(expected));
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
 		    "out of step: expected %s, got %s from", expected, saw);
@@ -386,10 +500,12 @@ read_header(struct run *r, enum sr_side side, const struct sr_frame *want,
 		if (want != NULL)
 			return 1;
 		/* Nothing is expected on this side: only a frame of a later
-		 * collective may wait here for its turn (a neighbour that
-		 * finished this one may start the next). */
-		if (got.seq > r->ring->seq &&
-		    got.kind >= SR_FRAME_ALLREDUCE && got.kind <= SR_FRAME_LINK)
+		 * collective, or the peer's goodbye, may wait here for its
+		 * turn (a neighbour that finished this one may start the
+		 * next, or close). */
+		if ((got.seq > r->ring->seq &&
+		    got.kind >= SR_FRAME_ALLREDUCE && got.kind <= SR_FRAME_LINK) ||
+		    (got.kind == SR_FRAME_BYE && !r->x->drain))
 			return 1;
 		sr_frame_describe(&got, saw, sizeof(saw));
 		peer_error(r, side, SR_EOUT_OF_STEP, err,
@@ -540,6 +656,21 @@ read_small(struct run *r, enum sr_side side, struct sr_recv *v,
 	p->header_got = (size_t)n < SR_FRAME_HEADER_LEN ? (size_t)n :
 	    SR_FRAME_HEADER_LEN;
 	ahead = (size_t)n - p->header_got;
+	/* Heartbeats before the frame: taken, and what followed them moved
+	 * up into the header. */
+	while (p->header_got == SR_FRAME_HEADER_LEN) {
+		size_t take = ahead < SR_FRAME_HEADER_LEN ? ahead :
+		    SR_FRAME_HEADER_LEN;
+
+		sr_frame_decode(p->header, &got);
+		if (sr_frame_check(&got, want) != SR_FRAME_IS_HEARTBEAT)
+			break;
+		heartbeat_in(r, side, &got);
+		memcpy(p->header, p->stage, take);
+		memmove(p->stage, p->stage + take, ahead - take);
+		ahead -= take;
+		p->header_got = take;
+	}
 	if (ahead > 0) {
 		sr_frame_decode(p->header, &got);
 		if (sr_frame_check(&got, want) == SR_FRAME_IS_ABORT) {
@@ -688,36 +819,21 @@ watch_idle(struct run *r, enum sr_side side, struct sr_error *err)
 	rc = read_header(r, side, NULL, err);
 	if (rc < 0)
 		return -1;
+	if (rc == 1 && r->x->drain) {
+		char saw[160];
+		struct sr_frame got;
+
+		sr_frame_decode(r->ring->peer[side].header, &got);
+		sr_frame_describe(&got, saw, sizeof(saw));
+		peer_error(r, side, SR_EOUT_OF_STEP, err, "out of step: after "
+		    "every rank agreed to close, a frame (%s) came from", saw);
+		return -1;
+	}
 	if (rc == 1)
 		c->parked = true;
 	else
 		c->dry = true;
 	return 0;
-}
-
-/*
- * After a socket error on a side: a peer that failed first sent an abort
- * before it shut its socket, and the abort may still be queued here (the
- * reset that broke our send came after it).  Its words name the rank that
- * really failed, so they replace ours.
- */
-static void
-salvage_abort(struct run *r, struct sr_error *err)
-{
-	struct sr_peer *p;
-	struct sr_error found;
-
-	if (r->failed_side < 0 || err->origin >= 0 ||
-	    (err->code != SR_EPEER_CLOSED && err->code != SR_EIO))
-		return;
-	p = &r->ring->peer[r->failed_side];
-	if (p->rx_payload_left != 0 || r->side[r->failed_side].recv >= 0)
-		return;
-	sr_error_clear(&found);
-	r->side[r->failed_side].parked = false;
-	if (read_header(r, (enum sr_side)r->failed_side, NULL, &found) < 0 &&
-	    found.origin >= 0)
-		*err = found;
 }
 
 /* ---------------------------------------------------------- the poll loop */
@@ -726,38 +842,133 @@ static bool
 finished(const struct run *r)
 {
 	return r->side[SR_NEXT].send < 0 && r->side[SR_PREV].send < 0 &&
-	    r->side[SR_NEXT].recv < 0 && r->side[SR_PREV].recv < 0;
+	    r->side[SR_NEXT].recv < 0 && r->side[SR_PREV].recv < 0 &&
+	    (!r->x->drain || (r->ring->peer[SR_NEXT].eof &&
+	    r->ring->peer[SR_PREV].eof));
+}
+
+/* Whether this rank waits on side s: a receive is due from it, it does
+ * not drain what this rank sends, or (closing) its end is still due. */
+static bool
+waits_on(const struct run *r, int s)
+{
+	const struct cursor *c = &r->side[s];
+
+	return c->recv >= 0 || c->blocked_out || c->out_errno != 0 ||
+	    (r->x->drain && !r->ring->peer[s].eof);
 }
 
 static void
-silence_error(struct run *r, struct sr_error *err)
+silence_error(struct run *r, enum sr_side side, struct sr_error *err)
 {
 	char took[32];
-	enum sr_side side = SR_PREV;
-	const char *what = "waiting for data from";
 
 	/*
-	 * Blame a peer that does not drain what this rank has ready to send
-	 * (its buffers stayed full the whole time: it is stuck, or its link
-	 * is); else the side this rank waits to receive from.
+	 * A peer that does not drain what this rank has ready to send (its
+	 * buffers stayed full the whole time: it is stuck, or its link is),
+	 * or that sends nothing, not even a heartbeat, while this rank waits
+	 * for its data.
 	 */
-	if (r->side[SR_NEXT].blocked_out || r->side[SR_PREV].blocked_out) {
-		side = r->side[SR_NEXT].blocked_out ? SR_NEXT : SR_PREV;
-		what = "waiting to send to";
-	} else if (r->side[SR_PREV].recv >= 0)
-		side = SR_PREV;
-	else if (r->side[SR_NEXT].recv >= 0)
-		side = SR_NEXT;
-	else if (r->side[SR_NEXT].send >= 0) {
-		side = SR_NEXT;
-		what = "waiting to send to";
-	} else if (r->side[SR_PREV].send >= 0) {
-		side = SR_PREV;
-		what = "waiting to send to";
-	}
 	sr_clock_format_ms(r->ring->timeout_ms, took, sizeof(took));
 	peer_error(r, side, SR_ETIMEOUT, err, "timed out after %s of silence %s",
-	    took, what);
+	    took, r->side[side].recv < 0 && r->side[side].blocked_out ?
+	    "waiting to send to" : "waiting for data from");
+}
+
+/* Every side this rank waits on is alive, yet nothing moved for twice
+ * the timeout: the ranks wait on one another. */
+static void
+stall_error(struct run *r, struct sr_error *err)
+{
+	char took[32], also[64] = "";
+	enum sr_side side = r->side[SR_PREV].recv >= 0 ||
+	    r->side[SR_PREV].blocked_out ? SR_PREV : SR_NEXT;
+	uint32_t next = r->ring->peer[side].waits_on;
+
+	if (next != SR_NO_RANK)
+		snprintf(also, sizeof(also), " (it waits on rank %u)", next);
+	sr_clock_format_ms(2 * r->ring->timeout_ms, took, sizeof(took));
+	peer_error(r, side, SR_ETIMEOUT, err, "timed out after %s without "
+	    "progress, every rank alive but waiting (out of step?)%s; this "
+	    "rank waits on", took, also);
+}
+
+/*
+ * The silence checks: -1 with err when a side this rank waits on stayed
+ * silent for the timeout, or nothing moved for twice the timeout.  Else
+ * *wake is when the next check is due.
+ */
+static int
+check_silence(struct run *r, int64_t now, int64_t *wake,
+    struct sr_error *err)
+{
+	int64_t timeout = r->ring->timeout_ms * 1000000;
+	int64_t quietest = INT64_MAX;
+	int side = -1;
+
+	*wake = r->progress_ns + 2 * timeout;
+	for (int s = 0; s < 2; s++) {
+		int64_t heard = r->ring->peer[s].heard_ns;
+
+		if (!waits_on(r, s))
+			continue;
+		if (heard < quietest) {
+			quietest = heard;
+			side = s;
+		}
+		if (heard + timeout < *wake)
+			*wake = heard + timeout;
+	}
+	if (side >= 0 && now - quietest >= timeout) {
+		silence_error(r, (enum sr_side)side, err);
+		return -1;
+	}
+	if (now - r->progress_ns >= 2 * timeout) {
+		stall_error(r, err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Tells each neighbour this rank has sent nothing to for a heartbeat
+ * period that it is alive, and whom it waits on, when the link is between
+ * frames.  Lowers *wake to the next heartbeat due.
+ */
+static int
+heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
+{
+	uint32_t on = SR_NO_RANK;
+
+	if (r->x->drain)
+		return 0;
+	if (r->side[SR_PREV].recv >= 0)
+		on = r->ring->peer[SR_PREV].rank;
+	else if (r->side[SR_NEXT].recv >= 0)
+		on = r->ring->peer[SR_NEXT].rank;
+	for (int s = 0; s < 2; s++) {
+		struct sr_peer *p = &r->ring->peer[s];
+
+		if (r->side[s].out_errno != 0)
+			continue;
+		if (now - p->sent_ns < r->heartbeat_ns) {
+			if (p->sent_ns + r->heartbeat_ns < *wake)
+				*wake = p->sent_ns + r->heartbeat_ns;
+			continue;
+		}
+		if (p->tx_header_left > 0 || p->tx_payload_left > 0 ||
+		    p->tx_trailer_left > 0)
+			continue;	/* mid-frame: its bytes are the news */
+		sr_heartbeat_encode(on, r->ring->seq, p->tx_header);
+		p->tx_header_left = SR_FRAME_HEADER_LEN;
+		p->tx_control = true;
+		p->sent_ns = now;
+		if (control_out(r, (enum sr_side)s, err) < 0)
+			return -1;
+		if (now + r->heartbeat_ns < *wake)
+			*wake = now + r->heartbeat_ns;
+	}
+	return 0;
 }
 
 /* What this rank waits for on each side, for poll. */
@@ -801,12 +1012,28 @@ spin(struct pollfd *fds, int64_t spin_until)
 	return rc;
 }
 
+/* Liveness of both sides from now; the heartbeat period. */
+static void
+start_clocks(struct run *r)
+{
+	int64_t now = sr_clock_ns();
+
+	r->heartbeat_ns = r->ring->timeout_ms * 1000000 / 4;
+	if (r->heartbeat_ns > SR_HEARTBEAT_MAX_NS)
+		r->heartbeat_ns = SR_HEARTBEAT_MAX_NS;
+	r->progress_ns = now;
+	for (int s = 0; s < 2; s++) {
+		r->ring->peer[s].heard_ns = now;
+		r->ring->peer[s].sent_ns = now;
+	}
+}
+
 int
 sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
     struct sr_error *err)
 {
-	struct run r = { .ring = ring, .x = xfer, .failed_side = -1 };
-	int64_t deadline, spin_until = 0;
+	struct run r = { .ring = ring, .x = xfer };
+	int64_t spin_until = 0;
 
 	r.esize = sr_dtype_size(xfer->dtype);
 	r.frame_max = xfer->frame_max > 0 ? xfer->frame_max : SR_FRAME_MAX;
@@ -826,10 +1053,10 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		xfer->recvs[i].verified = 0;
 		xfer->recvs[i].complete = false;
 	}
-	deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
+	start_clocks(&r);
 	for (;;) {
 		struct pollfd fds[2];
-		int64_t moved = 0, n;
+		int64_t moved = 0, in[2], out[2], now = 0, wake = INT64_MAX;
 		int rc;
 
 		if (ring->cancel != NULL && *ring->cancel) {
@@ -841,37 +1068,59 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		}
 
 		for (int s = 0; s < 2; s++) {
-			n = pump_in(&r, (enum sr_side)s, err);
-			if (n >= 0) {
-				moved += n;
-				n = pump_out(&r, (enum sr_side)s, err);
-			}
-			if (n < 0) {
-				salvage_abort(&r, err);
+			in[s] = pump_in(&r, (enum sr_side)s, err);
+			if (in[s] < 0)
 				return -1;
-			}
-			moved += n;
+			out[s] = pump_out(&r, (enum sr_side)s, err);
+			if (out[s] < 0)
+				return -1;
+			moved += in[s] + out[s];
 		}
 		if (finished(&r))
 			return 0;
+		if (moved > 0 || r.side[0].heard || r.side[1].heard) {
+			now = sr_clock_ns();
+			for (int s = 0; s < 2; s++) {
+				/* Bytes it sent, or took: it is alive. */
+				if (in[s] > 0 || out[s] > 0 || r.side[s].heard)
+					ring->peer[s].heard_ns = now;
+				if (out[s] > 0)
+					ring->peer[s].sent_ns = now;
+				r.side[s].heard = false;
+			}
+		}
 		if (moved > 0) {
-			deadline = sr_clock_ns() + ring->timeout_ms * 1000000;
+			r.progress_ns = now;
 			spin_until = 0;
+			/* A side this rank has nothing to send on hears from it
+			 * all the same: one header a period, while data flows
+			 * on the other side. */
+			if (heartbeats(&r, now, &wake, err) != 0)
+				return -1;
 			continue;
 		}
 		/* Only once nothing moves: while data flows, an extra recv on
 		 * a quiet socket each pass would be a syscall wasted. */
 		for (int s = 0; s < 2; s++)
-			if (watch_idle(&r, (enum sr_side)s, err) != 0) {
-				salvage_abort(&r, err);
+			if (watch_idle(&r, (enum sr_side)s, err) != 0)
 				return -1;
+		now = sr_clock_ns();
+		for (int s = 0; s < 2; s++)
+			if (r.side[s].heard) {
+				ring->peer[s].heard_ns = now;
+				r.side[s].heard = false;
 			}
+		if (finished(&r))
+			return 0;
+		if (check_silence(&r, now, &wake, err) != 0 ||
+		    heartbeats(&r, now, &wake, err) != 0)
+			return -1;
 		wait_for(&r, fds);
 		if (ring->spin_ns > 0 && spin_until == 0)
-			spin_until = sr_clock_ns() + ring->spin_ns;
+			spin_until = now + ring->spin_ns;
 		rc = spin(fds, spin_until);
 		if (rc == 0)
-			rc = poll(fds, 2, sr_clock_left_ms(deadline));
+			rc = poll(fds, 2, sr_clock_left_ms(wake));
 		if (rc < 0 && errno != EINTR) {
 			sr_err_set(err, SR_EIO, SR_PHASE_COLLECTIVE, "poll: %s",
 			    strerror(errno));
@@ -881,9 +1130,5 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 			if (rc > 0 && (fds[s].revents & (POLLIN | POLLHUP |
 			    POLLERR)) != 0)
 				r.side[s].dry = false;
-		if (sr_clock_ns() >= deadline) {
-			silence_error(&r, err);
-			return -1;
-		}
 	}
 }

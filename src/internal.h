@@ -181,10 +181,22 @@ int sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN],
 const char *sr_verdict_reason(enum sr_verdict verdict);
 
 /*
- * Frames.  Header: kind u8, dtype u8, op u8, reserved u8, step u32, seq
- * u64, length u64, all little-endian.  kind names the collective; dtype
- * and op qualify an allreduce; step is the ring step; seq counts the
- * collectives on this ring; length is the payload that follows.
+ * Frames.  Every message after the handshake is a frame: a header, then
+ * `length` payload bytes, then (with integrity checks, collective frames
+ * only) a CRC-32C trailer.
+ *
+ *   offset  size  field
+ *   0       1     kind      enum sr_frame_kind
+ *   1       1     dtype     an allreduce's element type, else 0
+ *   2       1     op        an allreduce's operation, else 0
+ *   3       1     reserved  0
+ *   4       4     step      u32le: the ring step (see each kind)
+ *   8       8     seq       u64le: which collective on this ring (1, 2, ...)
+ *   16      8     length    u64le: payload bytes that follow
+ *
+ * kind names the collective; dtype and op qualify an allreduce; step is
+ * the ring step; seq counts the collectives on this ring.  The control
+ * frames (abort, goodbye, heartbeat) never carry a trailer.
  */
 enum sr_frame_kind {
 	SR_FRAME_ALLREDUCE = 1,
@@ -195,7 +207,8 @@ enum sr_frame_kind {
 	SR_FRAME_LINK = 6,
 	SR_FRAME_ABORT = 7,
 	SR_FRAME_BYE = 8,
-	SR_FRAME_KIND_MAX = 8
+	SR_FRAME_HEARTBEAT = 9,
+	SR_FRAME_KIND_MAX = 9
 };
 
 struct sr_frame {
@@ -217,7 +230,9 @@ void sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size);
 enum sr_frame_check {
 	SR_FRAME_MATCH,
 	SR_FRAME_IS_ABORT,	 /* an abort frame with a sane length */
-	SR_FRAME_IS_BYE,	 /* the peer closes the ring cleanly */
+	SR_FRAME_IS_BYE,	 /* the peer closes while this rank is in a
+				  * collective */
+	SR_FRAME_IS_HEARTBEAT,	 /* the peer waits, alive (header only) */
 	SR_FRAME_MISMATCH,	 /* another collective, step or length */
 	SR_FRAME_BAD_ABORT	 /* an abort frame of absurd length */
 };
@@ -227,17 +242,50 @@ enum sr_frame_check sr_frame_check(const struct sr_frame *got,
     const struct sr_frame *want);
 
 /*
- * Abort payload: origin rank u32, code u32, the rank the origin blames u32
- * (SR_NO_RANK for none), reason bytes (no NUL).  encode returns the payload
- * length (<= SR_ABORT_MAX).
+ * Abort: kind SR_FRAME_ABORT, step 0, seq 0 (it ends any collective), and
+ * this payload (the reason's length is the frame's length less 12):
+ *
+ *   offset  size  field
+ *   0       4     origin    u32le: the rank that failed first
+ *   4       4     class     u32le: the origin's failure, a wire code
+ *                           (SR_WIRE_*, frozen; never an enum sr_code)
+ *   8       4     culprit   u32le: the rank the origin blames, or
+ *                           SR_NO_RANK
+ *   12      n     reason    the origin's own message, no NUL, n <= 400
+ *
+ * A rank that forwards an abort sends the origin's fields unchanged.
+ * encode returns the payload length (<= SR_ABORT_MAX).
  */
 #define SR_NO_RANK 0xffffffffu
 #define SR_ABORT_FIXED 12
 #define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
 
+/* Failure classes on the wire.  Frozen: a value never changes meaning;
+ * new ones are appended.  An unknown one reads as SR_EABORTED. */
+#define SR_WIRE_CONFIG 1u
+#define SR_WIRE_NOMEM 2u
+#define SR_WIRE_BIND 3u
+#define SR_WIRE_CONNECT 4u
+#define SR_WIRE_REJECTED 5u
+#define SR_WIRE_HANDSHAKE 6u
+#define SR_WIRE_AUTH 7u
+#define SR_WIRE_TIMEOUT 8u
+#define SR_WIRE_PEER_CLOSED 9u
+#define SR_WIRE_IO 10u
+#define SR_WIRE_OUT_OF_STEP 11u
+#define SR_WIRE_ABORTED 12u
+#define SR_WIRE_INTERRUPTED 13u
+#define SR_WIRE_BROKEN 14u
+#define SR_WIRE_CORRUPT 15u
+#define SR_WIRE_CHECK 16u
+
+/* The wire code of a failure, and back (SR_EABORTED when unknown or 0). */
+uint32_t sr_wire_from_code(enum sr_code code);
+enum sr_code sr_wire_to_code(uint32_t wire);
+
 struct sr_abort {
 	uint32_t origin;
-	uint32_t code;
+	uint32_t wire_class;
 	uint32_t culprit;
 	char reason[SR_ABORT_REASON_MAX + 1];
 };
@@ -247,6 +295,45 @@ size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
 /* -1 when the payload is shorter than SR_ABORT_FIXED bytes.  The reason is
  * kept to printable ASCII. */
 int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
+
+/*
+ * Goodbye (sr_ring_finish): kind SR_FRAME_BYE.  Step 0 is the goodbye
+ * proper, sent to both neighbours, with seq the number of collectives the
+ * sender ran and this payload:
+ *
+ *   offset  size  field
+ *   0       8     collectives  u64le: the same number as the header's seq
+ *   8       4     rank         u32le: the sender's rank
+ *   12      4     world        u32le: the sender's world size
+ *
+ * Steps 1, 2, ... (no payload, same seq) are the closing barrier, sent
+ * once a rank has read and checked both neighbours' goodbyes.
+ */
+#define SR_GOODBYE_LEN 16
+
+struct sr_goodbye {
+	uint64_t collectives;
+	uint32_t rank;
+	uint32_t world;
+};
+
+void sr_goodbye_encode(const struct sr_goodbye *bye,
+    uint8_t out[SR_GOODBYE_LEN]);
+void sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN],
+    struct sr_goodbye *bye);
+
+/*
+ * Heartbeat: a header with no payload, sent by a rank that has waited
+ * (nothing moving) for a while, to both neighbours, so that only the
+ * ranks next to a silent rank or link time out:
+ *
+ *   kind SR_FRAME_HEARTBEAT, dtype 0, op 0,
+ *   step    the rank the sender waits on (SR_NO_RANK: none),
+ *   seq     the collectives the sender has begun,
+ *   length  0
+ */
+void sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
+    uint8_t out[SR_FRAME_HEADER_LEN]);
 
 /* ------------------------------------------------------------------- auth */
 
@@ -404,7 +491,13 @@ struct sr_transfer {
 	/* Payload bytes per frame at most (0: SR_FRAME_MAX); the same on
 	 * every rank, as both ends cut a send into frames alike. */
 	uint64_t frame_max;
+	/* Closing: done only at both peers' EOF (after their goodbyes);
+	 * any frame but a heartbeat or an abort is out of step. */
+	bool drain;
 };
+
+/* A waiting rank's heartbeats are a quarter timeout apart, at most this. */
+#define SR_HEARTBEAT_MAX_NS (1000LL * 1000000)
 
 /* Runs a transfer to completion or failure (then the ring is failed). */
 int sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
@@ -416,9 +509,18 @@ struct sr_peer {
 	int fd;
 	uint32_t rank;
 	char address[SR_ADDR_MAX];
-	/* The peer said goodbye (it closed the ring cleanly), then EOF. */
+	/* The peer's goodbye was read (sr_ring_finish); then EOF. */
 	bool bye;
 	bool eof;
+	/* Liveness: when bytes last came from and went to the peer
+	 * (monotonic ns), and the rank its last heartbeat said it waits on
+	 * (SR_NO_RANK: none heard). */
+	int64_t heard_ns;
+	int64_t sent_ns;
+	uint32_t waits_on;
+	/* A control frame (heartbeat) under way: its header is tx_header,
+	 * with no payload and no trailer. */
+	bool tx_control;
 	/* Receive decoder; a header read ahead of its collective stays here. */
 	uint8_t header[SR_FRAME_HEADER_LEN];
 	size_t header_got;
@@ -449,7 +551,11 @@ struct sr_ring {
 	volatile int *cancel;
 	uint64_t seq;
 	bool failed;
+	bool finished;		 /* sr_ring_finish agreed */
 	struct sr_error failure;
+	/* The abort this rank heard first, forwarded verbatim. */
+	struct sr_abort heard;
+	bool heard_abort;
 	struct sr_peer peer[2];	 /* SR_NEXT, SR_PREV */
 	char **addresses;
 	uint8_t *scratch;
@@ -475,8 +581,14 @@ int sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world,
 
 /* The failure of a broken ring copied into err (code kept). */
 int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);
-/* Records err as the ring's failure, notifies neighbours, shuts sockets. */
+/* Records err as the ring's failure, sends the abort to both neighbours
+ * (the origin's, verbatim, when err came from one), shuts the write
+ * sides and lingers, bounded, until the neighbours' kernels have it. */
 void sr_ring_fail(struct sr_ring *ring, const struct sr_error *err);
+/* An abort read from a peer: kept (the first one) for forwarding, and
+ * turned into err: the origin's class, its words, the rank it blamed. */
+void sr_ring_heard_abort(struct sr_ring *ring, const struct sr_abort *abort,
+    struct sr_error *err);
 /* Scratch space of at least size bytes owned by the ring; NULL on ENOMEM. */
 uint8_t *sr_ring_scratch(struct sr_ring *ring, size_t size);
 /* An empty transfer x with room for `steps` sends and as many receives,

@@ -4,23 +4,29 @@
  *
  * A failure is sticky: the first error is kept, both neighbours are told
  * with an abort frame (so every survivor can name the rank that failed
- * first), and the sockets are shut, so the failure travels the ring.
+ * first), and the write sides are shut once it has been delivered, so the
+ * failure travels the ring.  Closing is a protocol step of its own
+ * (sr_ring_finish in collectives.c); what is left here is reading the
+ * neighbours to their EOF.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "internal.h"
 #include "listener.h"
 
-/* How long a failing rank spends telling its neighbours, and how long a
- * clean close drains a socket before giving up on its EOF. */
-#define ABORT_BUDGET_NS (500LL * 1000000)
-#define DRAIN_BUDGET_NS (2000LL * 1000000)
+/* How long a failing rank spends telling its neighbours (sending its
+ * abort, then lingering until the neighbours' kernels have it). */
+#define ABORT_BUDGET_NS (1000LL * 1000000)
+/* How often a lingering rank looks whether its abort was acknowledged. */
+#define LINGER_POLL_MS 5
 #define SR_SPIN_NS (50LL * 1000)
 
 void
@@ -391,77 +397,80 @@ control_frame(uint8_t kind, const uint8_t *payload, size_t len, uint8_t *out)
 }
 
 void
-sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
+sr_ring_heard_abort(struct sr_ring *ring, const struct sr_abort *abort,
+    struct sr_error *err)
 {
-	uint8_t payload[SR_ABORT_MAX], frame[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
-	struct sr_abort abort;
-	int64_t deadline = sr_clock_ns() + ABORT_BUDGET_NS;
-	size_t n;
-
-	if (ring->failed)
-		return;
-	ring->failed = true;
-	ring->failure = *err;
-	ring->failure.rank = ring->rank;
-	memset(&abort, 0, sizeof(abort));
-	abort.origin = err->origin >= 0 ? (uint32_t)err->origin : ring->rank;
-	abort.code = (uint32_t)err->code;
-	abort.culprit = err->peer >= 0 ? (uint32_t)err->peer : SR_NO_RANK;
-	if (err->origin >= 0) {
-		/* Forwarding: keep the origin's own words. */
-		const char *colon = strstr(err->message, ": ");
-
-		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
-		    colon != NULL ? colon + 2 : err->message);
-	} else {
-		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
-		    err->message);
+	if (!ring->heard_abort) {
+		ring->heard = *abort;
+		ring->heard_abort = true;
 	}
-	n = control_frame(SR_FRAME_ABORT, payload,
-	    sr_abort_encode(&abort, payload, sizeof(payload)), frame);
-	for (int s = 0; s < 2; s++) {
-		struct sr_peer *p = &ring->peer[s];
-
-		if (p->fd < 0)
-			continue;
-		/* A lost peer fails the send at once (EPIPE); a stopped one
-		 * costs at most the budget. */
-		send_bounded(p, ring->integrity, frame, n, deadline);
-		shutdown(p->fd, SHUT_RDWR);
+	sr_err_set(err, sr_wire_to_code(abort->wire_class),
+	    SR_PHASE_COLLECTIVE, "rank %u reported: %s", abort->origin,
+	    abort->reason);
+	err->origin = abort->origin;
+	err->peer = -1;
+	err->peer_address[0] = '\0';
+	if (abort->culprit != SR_NO_RANK) {
+		err->peer = abort->culprit;
+		if (abort->culprit < ring->world)
+			snprintf(err->peer_address, sizeof(err->peer_address),
+			    "%s", ring->addresses[abort->culprit]);
+	} else if (abort->origin < ring->world) {
+		err->peer = abort->origin;
+		snprintf(err->peer_address, sizeof(err->peer_address), "%s",
+		    ring->addresses[abort->origin]);
 	}
 }
 
-void
-sr_ring_abort(struct sr_ring *ring, const struct sr_error *err)
+/* Whether fd is a TCP socket whose sent bytes the peer has not all
+ * acknowledged yet (a reset now would discard them).  Other sockets
+ * (AF_UNIX pairs in tests) keep what they delivered. */
+static bool
+unacknowledged(int fd)
 {
-	if (ring != NULL && ring->world > 1)
-		sr_ring_fail(ring, err);
-	else if (ring != NULL && !ring->failed) {
-		ring->failed = true;
-		ring->failure = *err;
-	}
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int queued = 0;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return false;
+	if (ioctl(fd, SIOCOUTQ, &queued) != 0)
+		return false;
+	return queued > 0;
 }
 
-/* Reads and discards until EOF on both sockets, or the deadline. */
+/*
+ * After the abort went out and the write sides were shut: waits, within
+ * the deadline, until each neighbour's kernel has acknowledged every byte
+ * (or the neighbour is gone), reading and dropping what comes meanwhile
+ * (this rank has failed; a neighbour blocked sending to it must not stay
+ * blocked).  Closing earlier with unread bytes would send a reset, which
+ * discards what is still queued: the abort itself.
+ */
 static void
-drain(struct sr_ring *ring, int64_t deadline)
+linger(struct sr_ring *ring, int64_t deadline)
 {
 	uint8_t sink[4096];
-	bool open[2] = { ring->peer[0].fd >= 0, ring->peer[1].fd >= 0 };
+	bool open[2];
 
+	for (int s = 0; s < 2; s++)
+		open[s] = ring->peer[s].fd >= 0;
 	while (open[0] || open[1]) {
 		struct pollfd fds[2];
-		int rc;
+		int wait = sr_clock_left_ms(deadline);
 
 		for (int s = 0; s < 2; s++) {
+			if (open[s] && !unacknowledged(ring->peer[s].fd))
+				open[s] = false;
 			fds[s].fd = open[s] ? ring->peer[s].fd : -1;
 			fds[s].events = POLLIN;
 			fds[s].revents = 0;
 		}
-		rc = poll(fds, 2, sr_clock_left_ms(deadline));
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc <= 0)
+		if ((!open[0] && !open[1]) || wait == 0)
+			return;
+		if (poll(fds, 2, wait < LINGER_POLL_MS ? wait : LINGER_POLL_MS) < 0 &&
+		    errno != EINTR)
 			return;
 		for (int s = 0; s < 2; s++) {
 			ssize_t n;
@@ -476,27 +485,64 @@ drain(struct sr_ring *ring, int64_t deadline)
 }
 
 void
+sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
+{
+	uint8_t payload[SR_ABORT_MAX], frame[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	struct sr_abort abort;
+	int64_t deadline = sr_clock_ns() + ABORT_BUDGET_NS;
+	size_t n;
+
+	if (ring->failed)
+		return;
+	ring->failed = true;
+	ring->failure = *err;
+	ring->failure.rank = ring->rank;
+	if (err->origin >= 0 && ring->heard_abort) {
+		/* Forwarding: the origin's own fields, unchanged. */
+		abort = ring->heard;
+	} else {
+		memset(&abort, 0, sizeof(abort));
+		abort.origin = ring->rank;
+		abort.wire_class = sr_wire_from_code(err->code);
+		abort.culprit = err->peer >= 0 ? (uint32_t)err->peer :
+		    SR_NO_RANK;
+		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
+		    err->message);
+	}
+	n = control_frame(SR_FRAME_ABORT, payload,
+	    sr_abort_encode(&abort, payload, sizeof(payload)), frame);
+	for (int s = 0; s < 2; s++) {
+		struct sr_peer *p = &ring->peer[s];
+
+		if (p->fd < 0)
+			continue;
+		/* A lost peer fails the send at once (EPIPE); a stopped one
+		 * costs at most the budget. */
+		send_bounded(p, ring->integrity, frame, n, deadline);
+		shutdown(p->fd, SHUT_WR);
+	}
+	linger(ring, deadline);
+}
+
+void
+sr_ring_abort(struct sr_ring *ring, const struct sr_error *err)
+{
+	if (ring != NULL && ring->world > 1)
+		sr_ring_fail(ring, err);
+	else if (ring != NULL && !ring->failed) {
+		ring->failed = true;
+		ring->failure = *err;
+	}
+}
+
+void
 sr_ring_close(struct sr_ring *ring)
 {
-	uint8_t frame[SR_FRAME_HEADER_LEN];
-	int64_t deadline;
+	struct sr_error err;
 
 	if (ring == NULL)
 		return;
-	if (!ring->failed && ring->world > 1) {
-		/*
-		 * Say goodbye, shut the write side and read to EOF: closing
-		 * with unread bytes would make the kernel send a reset, and
-		 * a neighbour still finishing would see "connection reset".
-		 */
-		deadline = sr_clock_ns() + DRAIN_BUDGET_NS;
-		control_frame(SR_FRAME_BYE, NULL, 0, frame);
-		for (int s = 0; s < 2; s++) {
-			send_bounded(&ring->peer[s], ring->integrity, frame,
-			    sizeof(frame), deadline);
-			shutdown(ring->peer[s].fd, SHUT_WR);
-		}
-		drain(ring, deadline);
-	}
+	if (!ring->failed && !ring->finished && ring->world > 1)
+		(void)sr_ring_finish(ring, &err);
 	ring_free(ring);
 }

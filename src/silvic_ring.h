@@ -55,7 +55,8 @@ extern "C" {
 	X(ABORTED, "aborted", "another rank failed")                           \
 	X(INTERRUPTED, "interrupted", "interrupted")                           \
 	X(BROKEN, "broken", "the ring failed earlier")                         \
-	X(CORRUPT, "corrupt", "a frame failed its integrity check")
+	X(CORRUPT, "corrupt", "a frame failed its integrity check")        \
+	X(CHECK, "check", "a result check failed")
 
 enum sr_code {
 #define SR_CODE_ENUM(name, slug, text) SR_E##name,
@@ -291,8 +292,28 @@ const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
 const char *sr_ring_congestion(const struct sr_ring *ring);
 
 /*
- * Ends the ring cleanly: shuts the write sides, drains both sockets to EOF
- * for a bounded time, closes.  ring may be NULL.
+ * Ends the ring as a collective step, the close every rank must agree on:
+ * each rank sends its neighbours a goodbye carrying the number of
+ * collectives it ran, reads theirs, then waits until every rank has
+ * checked its own links (a barrier of goodbyes).  A neighbour that ran
+ * another number of collectives, or a frame of a neighbour still unread
+ * here (a collective this rank did not take part in), fails it with
+ * SR_EOUT_OF_STEP naming that neighbour, and the ring's abort then fails
+ * every other rank too: nothing unread is ever discarded.  An abort that
+ * arrives meanwhile fails it with the origin's code.  Waits are bounded
+ * by the timeout, as a collective's.  Returns 0 when every rank agreed;
+ * -1 with err filled (the ring is then failed, as after a collective).
+ * Call sr_ring_close afterwards in either case.  A ring already failed
+ * returns its failure again.
+ */
+int sr_ring_finish(struct sr_ring *ring, struct sr_error *err);
+
+/*
+ * Releases the ring.  A ring neither finished nor failed runs
+ * sr_ring_finish first (its verdict is then lost: call sr_ring_finish to
+ * know it), so the neighbours still get their goodbye.  A finished ring's
+ * sockets are shut for writing and read to EOF (for a bounded time) so
+ * that no neighbour sees a reset.  ring may be NULL.
  */
 void sr_ring_close(struct sr_ring *ring);
 

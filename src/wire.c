@@ -1,7 +1,9 @@
 /*
  * wire.c - bytes on the wire: fixed-width little-endian helpers, the
- * handshake codec (byte for byte the silvic-net hello and verdict) and the
- * frame header codec.  Pure: no descriptors, no allocation.
+ * handshake codec (byte for byte the silvic-net hello and verdict), the
+ * frame header codec and the control frames' payloads (abort, goodbye,
+ * heartbeat; byte tables in internal.h).  Pure: no descriptors, no
+ * allocation.
  */
 #include <stdio.h>
 #include <string.h>
@@ -196,7 +198,7 @@ kind_name(uint8_t kind)
 {
 	static const char *const names[] = { "kind 0", "allreduce",
 		"allgather", "broadcast", "barrier", "shift", "link", "abort",
-		"goodbye" };
+		"goodbye", "heartbeat" };
 
 	return kind <= SR_FRAME_KIND_MAX ? names[kind] : "unknown kind";
 }
@@ -227,13 +229,60 @@ sr_frame_check(const struct sr_frame *got, const struct sr_frame *want)
 		return got->length >= SR_ABORT_FIXED &&
 		    got->length <= SR_ABORT_MAX ?
 		    SR_FRAME_IS_ABORT : SR_FRAME_BAD_ABORT;
-	if (got->kind == SR_FRAME_BYE && got->length == 0)
+	if (got->kind == SR_FRAME_HEARTBEAT && got->length == 0 &&
+	    got->dtype == 0 && got->op == 0)
+		return SR_FRAME_IS_HEARTBEAT;
+	/* A goodbye where a collective's frame was due: the peer ran fewer
+	 * collectives and is closing. */
+	if (got->kind == SR_FRAME_BYE && want->kind != SR_FRAME_BYE &&
+	    got->step == 0 && got->length == SR_GOODBYE_LEN)
 		return SR_FRAME_IS_BYE;
 	if (got->kind != want->kind || got->dtype != want->dtype ||
 	    got->op != want->op || got->step != want->step ||
 	    got->seq != want->seq || got->length != want->length)
 		return SR_FRAME_MISMATCH;
 	return SR_FRAME_MATCH;
+}
+
+/* The frozen wire codes of the failure classes, by sr_code. */
+static const struct {
+	enum sr_code code;
+	uint32_t wire;
+} wire_codes[] = {
+	{ SR_ECONFIG, SR_WIRE_CONFIG },
+	{ SR_ENOMEM, SR_WIRE_NOMEM },
+	{ SR_EBIND, SR_WIRE_BIND },
+	{ SR_ECONNECT, SR_WIRE_CONNECT },
+	{ SR_EREJECTED, SR_WIRE_REJECTED },
+	{ SR_EHANDSHAKE, SR_WIRE_HANDSHAKE },
+	{ SR_EAUTH, SR_WIRE_AUTH },
+	{ SR_ETIMEOUT, SR_WIRE_TIMEOUT },
+	{ SR_EPEER_CLOSED, SR_WIRE_PEER_CLOSED },
+	{ SR_EIO, SR_WIRE_IO },
+	{ SR_EOUT_OF_STEP, SR_WIRE_OUT_OF_STEP },
+	{ SR_EABORTED, SR_WIRE_ABORTED },
+	{ SR_EINTERRUPTED, SR_WIRE_INTERRUPTED },
+	{ SR_EBROKEN, SR_WIRE_BROKEN },
+	{ SR_ECORRUPT, SR_WIRE_CORRUPT },
+	{ SR_ECHECK, SR_WIRE_CHECK },
+};
+
+uint32_t
+sr_wire_from_code(enum sr_code code)
+{
+	for (size_t i = 0; i < sizeof(wire_codes) / sizeof(wire_codes[0]); i++)
+		if (wire_codes[i].code == code)
+			return wire_codes[i].wire;
+	return SR_WIRE_ABORTED;
+}
+
+enum sr_code
+sr_wire_to_code(uint32_t wire)
+{
+	for (size_t i = 0; i < sizeof(wire_codes) / sizeof(wire_codes[0]); i++)
+		if (wire_codes[i].wire == wire)
+			return wire_codes[i].code;
+	return SR_EABORTED;
 }
 
 size_t
@@ -246,7 +295,7 @@ sr_abort_encode(const struct sr_abort *abort, uint8_t *out, size_t size)
 	if (n > size - SR_ABORT_FIXED)
 		n = size - SR_ABORT_FIXED;
 	sr_put_u32le(out, abort->origin);
-	sr_put_u32le(out + 4, abort->code);
+	sr_put_u32le(out + 4, abort->wire_class);
 	sr_put_u32le(out + 8, abort->culprit);
 	memcpy(out + SR_ABORT_FIXED, abort->reason, n);
 	return SR_ABORT_FIXED + n;
@@ -260,7 +309,7 @@ sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort)
 	if (len < SR_ABORT_FIXED)
 		return -1;
 	abort->origin = sr_get_u32le(in);
-	abort->code = sr_get_u32le(in + 4);
+	abort->wire_class = sr_get_u32le(in + 4);
 	abort->culprit = sr_get_u32le(in + 8);
 	n = len - SR_ABORT_FIXED;
 	if (n > SR_ABORT_REASON_MAX)
@@ -273,4 +322,30 @@ sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort)
 	}
 	abort->reason[n] = '\0';
 	return 0;
+}
+
+void
+sr_goodbye_encode(const struct sr_goodbye *bye, uint8_t out[SR_GOODBYE_LEN])
+{
+	sr_put_u64le(out, bye->collectives);
+	sr_put_u32le(out + 8, bye->rank);
+	sr_put_u32le(out + 12, bye->world);
+}
+
+void
+sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN], struct sr_goodbye *bye)
+{
+	bye->collectives = sr_get_u64le(in);
+	bye->rank = sr_get_u32le(in + 8);
+	bye->world = sr_get_u32le(in + 12);
+}
+
+void
+sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
+    uint8_t out[SR_FRAME_HEADER_LEN])
+{
+	struct sr_frame frame = { .kind = SR_FRAME_HEARTBEAT,
+		.step = waits_on, .seq = seq };
+
+	sr_frame_encode(&frame, out);
 }

@@ -226,14 +226,14 @@ broadcast_frame(uint64_t length)
 }
 
 static size_t
-abort_payload(uint8_t *out, uint32_t origin, uint32_t code, uint32_t culprit,
-    const char *reason)
+abort_payload(uint8_t *out, uint32_t origin, uint32_t wire_class,
+    uint32_t culprit, const char *reason)
 {
 	struct sr_abort abort;
 
 	memset(&abort, 0, sizeof(abort));
 	abort.origin = origin;
-	abort.code = code;
+	abort.wire_class = wire_class;
 	abort.culprit = culprit;
 	snprintf(abort.reason, sizeof(abort.reason), "%s", reason);
 	return sr_abort_encode(&abort, out, SR_ABORT_MAX);
@@ -554,20 +554,25 @@ large_frame_payload_waits_for_its_header(void)
 static void
 goodbye_mid_collective_is_out_of_step(void)
 {
-	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = 0 };
-	uint8_t buf[BYTES];
+	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = 0,
+		.length = SR_GOODBYE_LEN };
+	struct sr_goodbye said = { .collectives = 0, .rank = PREV_RANK,
+		.world = WORLD };
+	uint8_t buf[BYTES], payload[SR_GOODBYE_LEN];
 	struct sr_error err;
 	struct fake f;
 
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
-	put_frame(f.far[SR_PREV], &bye, NULL, 0);
+	sr_goodbye_encode(&said, payload);
+	put_frame(f.far[SR_PREV], &bye, payload, sizeof(payload));
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
 	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
 	    sr_code_name(err.code));
 	CHECK(err.peer == PREV_RANK);
 	CHECKF(contains(err.message, "the ring was closed (it finished its "
-	    "collectives) by rank 0 (10.0.0.1:4100)"), "%s", err.message);
+	    "collectives, 0 of them, and said goodbye) by rank 0 "
+	    "(10.0.0.1:4100)"), "%s", err.message);
 	fake_close(&f);
 }
 
@@ -598,7 +603,7 @@ failure_is_told_to_both_neighbours(void)
 		CHECK(get(f.far[s], payload, (size_t)got.length, 1000) == 0);
 		CHECK(sr_abort_decode(payload, (size_t)got.length, &abort) == 0);
 		CHECK(abort.origin == RANK);
-		CHECK(abort.code == SR_EOUT_OF_STEP);
+		CHECK(abort.wire_class == SR_WIRE_OUT_OF_STEP);
 		CHECK(abort.culprit == PREV_RANK);
 		CHECKF(strcmp(abort.reason, err.message) == 0, "\"%s\"",
 		    abort.reason);
@@ -639,7 +644,7 @@ abort_from_peer_reports_origin(void)
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
 	/* Rank 2 failed; its abort came round through rank 0. */
-	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_TIMEOUT,
 	    PREV_RANK, timeout_reason);
 	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
@@ -653,7 +658,7 @@ abort_from_peer_reports_origin(void)
 		CHECK(get(f.far[SR_NEXT], payload, (size_t)got.length,
 		    1000) == 0);
 		CHECK(sr_abort_decode(payload, (size_t)got.length, &fwd) == 0);
-		CHECK(fwd.origin == NEXT_RANK && fwd.code == SR_ETIMEOUT &&
+		CHECK(fwd.origin == NEXT_RANK && fwd.wire_class == SR_WIRE_TIMEOUT &&
 		    fwd.culprit == PREV_RANK);
 		CHECKF(strcmp(fwd.reason, timeout_reason) == 0, "\"%s\"",
 		    fwd.reason);
@@ -673,7 +678,7 @@ abort_fed_one_byte_at_a_time(void)
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
 	frame.length = abort_payload(wire + SR_FRAME_HEADER_LEN, NEXT_RANK,
-	    SR_ETIMEOUT, PREV_RANK, timeout_reason);
+	    SR_WIRE_TIMEOUT, PREV_RANK, timeout_reason);
 	sr_frame_encode(&frame, wire);
 	pid = trickle(f.far[SR_PREV], wire,
 	    SR_FRAME_HEADER_LEN + (size_t)frame.length);
@@ -697,7 +702,7 @@ abort_on_the_idle_side_is_noticed(void)
 		return;
 	/* Rank 1 waits on rank 0, which is silent; rank 2 fails and tells
 	 * its previous rank, on the side nothing is expected from. */
-	frame.length = abort_payload(payload, NEXT_RANK, SR_ETIMEOUT,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_TIMEOUT,
 	    PREV_RANK, timeout_reason);
 	put_frame(f.far[SR_NEXT], &frame, payload, (size_t)frame.length);
 	start = now_ms();
@@ -718,7 +723,7 @@ abort_without_culprit_blames_origin(void)
 
 	if (fake_open(&f, TIMEOUT_MS) != 0)
 		return;
-	frame.length = abort_payload(payload, NEXT_RANK, SR_EIO, SR_NO_RANK,
+	frame.length = abort_payload(payload, NEXT_RANK, SR_WIRE_IO, SR_NO_RANK,
 	    "disk full");
 	put_frame(f.far[SR_PREV], &frame, payload, (size_t)frame.length);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
@@ -733,7 +738,8 @@ abort_without_culprit_blames_origin(void)
 static void
 abort_with_unknown_code_is_aborted(void)
 {
-	static const uint32_t codes[] = { SR_EOK, SR_CODE_COUNT, 999,
+	/* 0 and codes past the last frozen one. */
+	static const uint32_t codes[] = { 0, SR_WIRE_CHECK + 1, 999,
 		UINT32_MAX };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
@@ -976,6 +982,203 @@ without_integrity_a_flipped_bit_goes_unnoticed(void)
 	fake_close(&f);
 }
 
+/* ------------------------------------------------------------- heartbeats */
+
+static void
+put_heartbeat(int fd, uint32_t waits_on)
+{
+	uint8_t hb[SR_FRAME_HEADER_LEN];
+
+	sr_heartbeat_encode(waits_on, 1, hb);
+	put(fd, hb, sizeof(hb));
+}
+
+static void
+heartbeats_before_a_frame_are_taken(void)
+{
+	struct sr_frame frame = broadcast_frame(BYTES);
+	uint8_t payload[BYTES], buf[BYTES];
+	uint8_t wire[2 * SR_FRAME_HEADER_LEN + SR_FRAME_HEADER_LEN + BYTES];
+	struct sr_error err;
+	struct fake f;
+	pid_t pid;
+
+	fill_pattern(payload, BYTES, 5);
+	/* Two heartbeats and the frame in one read. */
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	put_heartbeat(f.far[SR_PREV], 7);
+	put_heartbeat(f.far[SR_PREV], SR_NO_RANK);
+	put_frame(f.far[SR_PREV], &frame, payload, BYTES);
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(buf, payload, BYTES) == 0);
+	CHECK(f.ring->peer[SR_PREV].waits_on == SR_NO_RANK);
+	fake_close(&f);
+
+	/* The same fed one byte at a time. */
+	if (fake_open(&f, TIMEOUT_MS) != 0)
+		return;
+	sr_heartbeat_encode(NEXT_RANK, 1, wire);
+	sr_heartbeat_encode(RANK, 1, wire + SR_FRAME_HEADER_LEN);
+	sr_frame_encode(&frame, wire + 2 * SR_FRAME_HEADER_LEN);
+	memcpy(wire + 3 * SR_FRAME_HEADER_LEN, payload, BYTES);
+	memset(buf, 0, sizeof(buf));
+	pid = trickle(f.far[SR_PREV], wire, sizeof(wire));
+	CHECK(pid > 0);
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECK(memcmp(buf, payload, BYTES) == 0);
+	CHECK(f.ring->peer[SR_PREV].waits_on == RANK);
+	CHECK(reap(pid) == 0);
+	fake_close(&f);
+}
+
+/* A child sends a heartbeat on fd every period_ms, count times, then
+ * len bytes (if any). */
+static pid_t
+beat(int fd, int period_ms, int count, const uint8_t *bytes, size_t len)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	for (int i = 0; i < count; i++) {
+		uint8_t hb[SR_FRAME_HEADER_LEN];
+
+		sr_heartbeat_encode(PREV_RANK + 10, 1, hb);
+		if (send(fd, hb, sizeof(hb), MSG_NOSIGNAL) != sizeof(hb))
+			_exit(0);	/* the ring is gone */
+		usleep((useconds_t)period_ms * 1000);
+	}
+	if (len > 0 && send(fd, bytes, len, MSG_NOSIGNAL) != (ssize_t)len)
+		_exit(1);
+	_exit(0);
+}
+
+static void
+heartbeats_keep_a_waiting_rank_from_timing_out(void)
+{
+	struct sr_frame frame = broadcast_frame(BYTES);
+	uint8_t wire[SR_FRAME_HEADER_LEN + BYTES], buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	int64_t start;
+	pid_t pid;
+
+	/* Rank 0 waits itself for 600 ms, heartbeating every 100 ms, then
+	 * sends: rank 1's timeout of 400 ms counts silence, not waiting. */
+	if (fake_open(&f, 400) != 0)
+		return;
+	sr_frame_encode(&frame, wire);
+	fill_pattern(wire + SR_FRAME_HEADER_LEN, BYTES, 9);
+	start = now_ms();
+	pid = beat(f.far[SR_PREV], 100, 6, wire, sizeof(wire));
+	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
+	    err.message);
+	CHECKF(now_ms() - start >= 500, "took %lld ms",
+	    (long long)(now_ms() - start));
+	CHECK(memcmp(buf, wire + SR_FRAME_HEADER_LEN, BYTES) == 0);
+	CHECK(f.ring->peer[SR_PREV].waits_on == PREV_RANK + 10);
+	CHECK(reap(pid) == 0);
+	fake_close(&f);
+}
+
+static void
+ranks_all_alive_and_waiting_fail_after_twice_the_timeout(void)
+{
+	uint8_t buf[BYTES];
+	struct sr_error err;
+	struct fake f;
+	int64_t start, took;
+	pid_t pid;
+
+	/* Rank 0 heartbeats for ever, never sending: a wait with no end
+	 * (calls out of step) fails after 2 x 400 ms without progress. */
+	if (fake_open(&f, 400) != 0)
+		return;
+	start = now_ms();
+	pid = beat(f.far[SR_PREV], 100, 40, NULL, 0);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	took = now_ms() - start;
+	CHECKF(err.code == SR_ETIMEOUT && err.peer == PREV_RANK, "%s: %s",
+	    sr_code_name(err.code), err.message);
+	CHECKF(contains(err.message, "timed out after 800ms without progress, "
+	    "every rank alive but waiting (out of step?) (it waits on rank "
+	    "10); this rank waits on rank 0 (10.0.0.1:4100)"), "%s",
+	    err.message);
+	CHECKF(took >= 800 && took < 800 + 2000, "took %lld ms",
+	    (long long)took);
+	fake_close(&f);
+	CHECK(reap(pid) == 0);
+}
+
+static void
+the_silent_side_is_blamed_not_the_heartbeating_one(void)
+{
+	uint8_t all[WORLD * BYTES], mine[BYTES];
+	struct sr_error err;
+	struct fake f;
+	int64_t start, took;
+	pid_t pid;
+
+	/*
+	 * An allgather waits on both sides.  Rank 0 heartbeats, rank 2 says
+	 * nothing: rank 2 is the one named, after the timeout, though rank
+	 * 1 waits on rank 0's data too (a single timer named rank 0).
+	 */
+	if (fake_open(&f, 400) != 0)
+		return;
+	fill_pattern(mine, BYTES, 1);
+	start = now_ms();
+	pid = beat(f.far[SR_PREV], 100, 30, NULL, 0);
+	CHECK(sr_allgather(f.ring, mine, BYTES, all, &err) == -1);
+	took = now_ms() - start;
+	CHECKF(err.code == SR_ETIMEOUT, "code %s", sr_code_name(err.code));
+	CHECKF(err.peer == NEXT_RANK, "peer %lld: %s", (long long)err.peer,
+	    err.message);
+	CHECKF(contains(err.message, "timed out after 400ms of silence "
+	    "waiting for data from rank 2 ([fd00::3]:4300)"), "%s",
+	    err.message);
+	CHECKF(took >= 400 && took < 400 + 2000, "took %lld ms",
+	    (long long)took);
+	fake_close(&f);
+	CHECK(reap(pid) == 0);
+}
+
+static void
+a_waiting_rank_sends_heartbeats_naming_whom_it_waits_on(void)
+{
+	uint8_t buf[BYTES], header[SR_FRAME_HEADER_LEN];
+	struct sr_frame got;
+	struct sr_error err;
+	struct fake f;
+	int beats = 0;
+
+	/* Rank 1 waits 400 ms on rank 0 (silent) and fails; rank 2 heard
+	 * heartbeats saying "waiting on rank 0" every 100 ms, then the
+	 * abort. */
+	if (fake_open(&f, 400) != 0)
+		return;
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECK(err.code == SR_ETIMEOUT && err.peer == PREV_RANK);
+	for (;;) {
+		if (get(f.far[SR_NEXT], header, sizeof(header), 1000) != 0) {
+			CHECKF(0, "no abort after %d heartbeats", beats);
+			break;
+		}
+		sr_frame_decode(header, &got);
+		if (got.kind != SR_FRAME_HEARTBEAT)
+			break;
+		CHECK(got.step == PREV_RANK && got.seq == 1 &&
+		    got.length == 0);
+		beats++;
+	}
+	CHECKF(got.kind == SR_FRAME_ABORT, "kind %u", got.kind);
+	CHECKF(beats >= 2 && beats <= 5, "%d heartbeats", beats);
+	fake_close(&f);
+}
+
 int
 main(void)
 {
@@ -1009,5 +1212,10 @@ main(void)
 	TEST_RUN(integrity_checked_frame_is_accepted_and_forwarded_with_a_trailer);
 	TEST_RUN(integrity_flipped_bit_is_corrupt_naming_the_peer);
 	TEST_RUN(without_integrity_a_flipped_bit_goes_unnoticed);
+	TEST_RUN(heartbeats_before_a_frame_are_taken);
+	TEST_RUN(heartbeats_keep_a_waiting_rank_from_timing_out);
+	TEST_RUN(ranks_all_alive_and_waiting_fail_after_twice_the_timeout);
+	TEST_RUN(the_silent_side_is_blamed_not_the_heartbeating_one);
+	TEST_RUN(a_waiting_rank_sends_heartbeats_naming_whom_it_waits_on);
 	return TEST_DONE();
 }

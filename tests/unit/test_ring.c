@@ -1572,6 +1572,75 @@ test_clean_close(void)
 		    "%.0f ms", i, ranks_ms(r.report[i].aux[0]));
 }
 
+/* ------------------------------------------- 10. closing is an agreement */
+
+enum close_variant { CLOSE_AGREE, CLOSE_ROOTS, CLOSE_EXTRA, CLOSE_FEWER,
+	CLOSE_VARIANTS };
+static const char *const close_names[] = { "the same calls",
+	"broadcast roots 0/1/1", "one barrier more on rank 2",
+	"one broadcast fewer on rank 1" };
+
+/*
+ * A barrier, a broadcast (from 0; from 1 on ranks 1 and 2 with
+ * CLOSE_ROOTS), then sr_ring_finish; with CLOSE_EXTRA rank 2 runs one
+ * barrier more, with CLOSE_FEWER rank 1 skips the broadcast.  A root only
+ * sends, so without the goodbyes each of these calls could return 0.
+ */
+static int
+finish_scenario(struct rank_ctx *ctx)
+{
+	enum close_variant variant = *(const enum close_variant *)ctx->job->arg;
+	uint32_t root = variant == CLOSE_ROOTS && ctx->rank > 0 ? 1 : 0;
+	uint8_t buf[64];
+	struct sr_error err;
+
+	memset(buf, (int)ctx->rank, sizeof(buf));
+	if (sr_barrier(ctx->ring, &err) != 0)
+		return rank_fail(ctx, &err);
+	if (!(variant == CLOSE_FEWER && ctx->rank == 1) &&
+	    sr_broadcast(ctx->ring, buf, sizeof(buf), root, &err) != 0)
+		return rank_fail(ctx, &err);
+	if (variant == CLOSE_EXTRA && ctx->rank == 2 &&
+	    sr_barrier(ctx->ring, &err) != 0)
+		return rank_fail(ctx, &err);
+	if (sr_ring_finish(ctx->ring, &err) != 0)
+		return rank_fail(ctx, &err);
+	RCHECK(ctx, buf[0] == 0 && buf[63] == 0, "the broadcast gave %u",
+	    buf[0]);
+	/* Finished: a second call agrees at once. */
+	RCHECK(ctx, sr_ring_finish(ctx->ring, &err) == 0, "again: %s",
+	    err.message);
+	return 0;
+}
+
+static void
+test_finish_agrees_or_fails_everywhere(void)
+{
+	for (int k = 0; k < CLOSE_VARIANTS; k++) {
+		enum close_variant variant = (enum close_variant)k;
+		struct ranks_job job = { .world = 3, .timeout_ms = 10000,
+			.scenario = finish_scenario, .arg = &variant,
+			.deadline_ms = 20000 };
+		static struct ranks r;
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		ranks_check_clean(&r, 0x7, variant == CLOSE_AGREE);
+		for (uint32_t i = 0; i < 3; i++) {
+			const struct rank_report *rep = &r.report[i];
+
+			if (!r.reported[i] || variant == CLOSE_AGREE)
+				continue;
+			/* Every rank fails, out of step (its own finding or
+			 * the abort of the rank that found it). */
+			CHECKF(rep->rc != 0 && rep->err.code == SR_EOUT_OF_STEP,
+			    "%s: rank %u: %s: %s", close_names[k], i,
+			    sr_code_name(rep->err.code), rep->err.message);
+		}
+	}
+}
+
 /* With arguments, runs only the tests named: test_ring test_clean_close */
 static bool
 wanted(int argc, char **argv, const char *name)
@@ -1609,6 +1678,7 @@ main(int argc, char **argv)
 	RUN(test_bad_configuration);
 	RUN(test_ipv6_loopback);
 	RUN(test_clean_close);
+	RUN(test_finish_agrees_or_fails_everywhere);
 	printf("# %.1f s in all\n", ranks_ms(ranks_now_ns() - t0) / 1000);
 	return TEST_DONE();
 }

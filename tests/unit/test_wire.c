@@ -523,12 +523,104 @@ frame_check_abort_of_absurd_length(void)
 static void
 frame_check_bye(void)
 {
-	struct sr_frame got = { .kind = SR_FRAME_BYE, .seq = 3 };
+	struct sr_frame got = { .kind = SR_FRAME_BYE, .seq = 3,
+		.length = SR_GOODBYE_LEN };
+	struct sr_frame want_bye = got;
 
+	/* A goodbye where a collective's frame was due: the peer closes. */
 	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_IS_BYE);
-	/* A goodbye carries nothing; one with a payload is garbage. */
+	/* Of another length, or a barrier step, it is garbage there. */
+	got.length = 0;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got.length = SR_GOODBYE_LEN + 1;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got.length = SR_GOODBYE_LEN;
+	got.step = 1;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	/* Where a goodbye is due, one of the same count matches; another
+	 * count (a peer that ran more or fewer collectives) does not. */
+	got = want_bye;
+	CHECK(sr_frame_check(&got, &want_bye) == SR_FRAME_MATCH);
+	got.seq = 4;
+	CHECK(sr_frame_check(&got, &want_bye) == SR_FRAME_MISMATCH);
+	/* A collective's frame where the goodbye is due: unread at close. */
+	CHECK(sr_frame_check(&want_frame, &want_bye) == SR_FRAME_MISMATCH);
+}
+
+static void
+frame_check_heartbeat(void)
+{
+	uint8_t bytes[SR_FRAME_HEADER_LEN];
+	struct sr_frame got;
+
+	/* Header only, taken in front of any frame expected. */
+	sr_heartbeat_encode(4, 9, bytes);
+	CHECK(bytes[0] == SR_FRAME_HEARTBEAT && bytes[1] == 0 &&
+	    bytes[2] == 0 && bytes[3] == 0);
+	CHECK(sr_get_u32le(bytes + 4) == 4);
+	CHECK(sr_get_u64le(bytes + 8) == 9);
+	CHECK(sr_get_u64le(bytes + 16) == 0);
+	sr_frame_decode(bytes, &got);
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_IS_HEARTBEAT);
+	sr_heartbeat_encode(SR_NO_RANK, 0, bytes);
+	sr_frame_decode(bytes, &got);
+	CHECK(got.step == SR_NO_RANK);
+	CHECK(sr_frame_check(&got, &got) == SR_FRAME_IS_HEARTBEAT);
+	/* One with a payload, or a dtype, is not a heartbeat. */
 	got.length = 1;
 	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+	got.length = 0;
+	got.dtype = 1;
+	CHECK(sr_frame_check(&got, &want_frame) == SR_FRAME_MISMATCH);
+}
+
+/* ---------------------------------------------------------------- goodbye */
+
+static void
+goodbye_layout(void)
+{
+	struct sr_goodbye in = { .collectives = UINT64_C(0x0102030405060708),
+		.rank = 0x0a0b0c0d, .world = 0x11121314 }, out;
+	static const uint8_t want[SR_GOODBYE_LEN] = { 0x08, 0x07, 0x06, 0x05,
+		0x04, 0x03, 0x02, 0x01, 0x0d, 0x0c, 0x0b, 0x0a, 0x14, 0x13,
+		0x12, 0x11 };
+	uint8_t bytes[SR_GOODBYE_LEN];
+
+	sr_goodbye_encode(&in, bytes);
+	CHECK(memcmp(bytes, want, sizeof(want)) == 0);
+	memset(&out, 0x55, sizeof(out));
+	sr_goodbye_decode(bytes, &out);
+	CHECK(out.collectives == in.collectives && out.rank == in.rank &&
+	    out.world == in.world);
+}
+
+/* ------------------------------------------------------------ wire codes */
+
+static void
+wire_codes_are_frozen(void)
+{
+	/* The numbers on the wire, whatever enum sr_code becomes. */
+	static const struct { enum sr_code code; uint32_t wire; } table[] = {
+		{ SR_ECONFIG, 1 }, { SR_ENOMEM, 2 }, { SR_EBIND, 3 },
+		{ SR_ECONNECT, 4 }, { SR_EREJECTED, 5 }, { SR_EHANDSHAKE, 6 },
+		{ SR_EAUTH, 7 }, { SR_ETIMEOUT, 8 }, { SR_EPEER_CLOSED, 9 },
+		{ SR_EIO, 10 }, { SR_EOUT_OF_STEP, 11 }, { SR_EABORTED, 12 },
+		{ SR_EINTERRUPTED, 13 }, { SR_EBROKEN, 14 },
+		{ SR_ECORRUPT, 15 }, { SR_ECHECK, 16 } };
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		CHECKF(sr_wire_from_code(table[i].code) == table[i].wire,
+		    "%s", sr_code_name(table[i].code));
+		CHECKF(sr_wire_to_code(table[i].wire) == table[i].code,
+		    "wire %u", table[i].wire);
+	}
+	/* Every code but "ok" has one. */
+	for (int c = 1; c < SR_CODE_COUNT; c++)
+		CHECKF(sr_wire_to_code(sr_wire_from_code((enum sr_code)c)) ==
+		    (enum sr_code)c, "%s", sr_code_name((enum sr_code)c));
+	CHECK(sr_wire_to_code(0) == SR_EABORTED);
+	CHECK(sr_wire_to_code(17) == SR_EABORTED);
+	CHECK(sr_wire_to_code(UINT32_MAX) == SR_EABORTED);
 }
 
 static void
@@ -581,7 +673,7 @@ frame_describe_unknown_kind(void)
 	    0, "\"%s\"", buf);
 	frame.kind = SR_FRAME_KIND_MAX + 1;
 	sr_frame_describe(&frame, buf, sizeof(buf));
-	CHECKF(strcmp(buf, "a frame of unknown kind 9 (not a silvic frame)") ==
+	CHECKF(strcmp(buf, "a frame of unknown kind 10 (not a silvic frame)") ==
 	    0, "\"%s\"", buf);
 	/* Truncated, still terminated. */
 	sr_frame_describe(&frame, tiny, sizeof(tiny));
@@ -599,21 +691,21 @@ abort_round_trips(void)
 
 	memset(&in, 0, sizeof(in));
 	in.origin = 5;
-	in.code = SR_ETIMEOUT;
+	in.wire_class = SR_WIRE_TIMEOUT;
 	in.culprit = SR_NO_RANK;
 	snprintf(in.reason, sizeof(in.reason), "%s",
 	    "timed out after 30s of silence waiting for rank 4");
 	n = sr_abort_encode(&in, bytes, sizeof(bytes));
 	CHECK(n == SR_ABORT_FIXED + strlen(in.reason));
 	CHECK(sr_get_u32le(bytes) == 5);
-	CHECK(sr_get_u32le(bytes + 4) == SR_ETIMEOUT);
+	CHECK(sr_get_u32le(bytes + 4) == 8);	/* frozen: SR_WIRE_TIMEOUT */
 	CHECK(sr_get_u32le(bytes + 8) == SR_NO_RANK);
 	CHECK(memcmp(bytes + SR_ABORT_FIXED, in.reason, strlen(in.reason)) ==
 	    0);
 	memset(&out, 0x55, sizeof(out));
 	CHECK(sr_abort_decode(bytes, n, &out) == 0);
 	CHECK(out.origin == 5);
-	CHECK(out.code == SR_ETIMEOUT);
+	CHECK(out.wire_class == SR_WIRE_TIMEOUT);
 	CHECK(out.culprit == SR_NO_RANK);
 	CHECKF(strcmp(out.reason, in.reason) == 0, "\"%s\"", out.reason);
 
@@ -665,13 +757,13 @@ abort_reason_keeps_printable_ascii(void)
 	struct sr_abort out;
 
 	sr_put_u32le(bytes, 1);
-	sr_put_u32le(bytes + 4, SR_EIO);
+	sr_put_u32le(bytes + 4, SR_WIRE_IO);
 	sr_put_u32le(bytes + 8, 0);
 	memcpy(bytes + SR_ABORT_FIXED, reason, sizeof(reason));
 	CHECK(sr_abort_decode(bytes, sizeof(bytes), &out) == 0);
 	CHECKF(strcmp(out.reason, "ok\?\?\? ~\?\?\?\?\?!") == 0, "\"%s\"",
 	    out.reason);
-	CHECK(out.origin == 1 && out.code == SR_EIO && out.culprit == 0);
+	CHECK(out.origin == 1 && out.wire_class == SR_WIRE_IO && out.culprit == 0);
 }
 
 static void
@@ -714,6 +806,9 @@ main(void)
 	TEST_RUN(frame_check_abort_in_range);
 	TEST_RUN(frame_check_abort_of_absurd_length);
 	TEST_RUN(frame_check_bye);
+	TEST_RUN(frame_check_heartbeat);
+	TEST_RUN(goodbye_layout);
+	TEST_RUN(wire_codes_are_frozen);
 	TEST_RUN(frame_describe_allreduce);
 	TEST_RUN(frame_describe_other_kinds);
 	TEST_RUN(frame_describe_unknown_kind);
