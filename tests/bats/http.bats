@@ -4,102 +4,11 @@
 # is started here in the background with fd 3 closed, remembered, and
 # killed by pid in teardown.
 
+load http_helpers
+
 setup() {
-	bin=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
-	if [ ! -x "$bin" ]; then
-		echo "no binary at $bin: run make first" >&2
-		return 1
-	fi
-	command -v curl >/dev/null || { echo "curl is not installed" >&2; return 1; }
-	if ! "$bin" --version | grep -q 'http rendezvous: yes'; then
-		echo "$bin was built without HTTP rendezvous" >&2
-		return 1
-	fi
-	T=$BATS_TEST_TMPDIR
+	http_setup || return 1
 	printf 'allreduce sum i64 1\nexpect 8\n' >"$T/script8"
-	pids=()
-}
-
-teardown() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	return 0
-}
-
-# wait_for FILE REGEX [SECONDS]: until a line of FILE matches, or fail.
-wait_for() {
-	local file=$1 re=$2 deadline=$((SECONDS + ${3:-10}))
-	until grep -Eq -- "$re" "$file" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			echo "no line matching '$re' in $file after ${3:-10}s:" >&2
-			cat "$file" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
-}
-
-# start_server [OPTIONS]: serve in the background; sets url (with the
-# trailing slash), server_pid.
-start_server() {
-	"$bin" serve -vv "$@" >"$T/serve.out" 2>"$T/serve.err" 3>&- &
-	server_pid=$!
-	pids+=("$server_pid")
-	wait_for "$T/serve.out" '^http://' 10 || return 1
-	url=$(head -n 1 "$T/serve.out")
-}
-
-# start_rank NAME SCRIPT ARGS...: a `run` rank in the background, its
-# output in $T/NAME.out and $T/NAME.err; its pid in pid_NAME.
-start_rank() {
-	local name=$1 script=$2
-	shift 2
-	timeout 60 "$bin" run --host 127.0.0.1 "$@" <"$script" \
-	    >"$T/$name.out" 2>"$T/$name.err" 3>&- &
-	pids+=($!)
-	printf -v "pid_$name" '%s' $!
-}
-
-# finish NAME: waits for rank NAME; its exit status in status_NAME.
-finish() {
-	local pid_var=pid_$1 rc=0
-	wait "${!pid_var}" || rc=$?
-	printf -v "status_$1" '%s' "$rc"
-}
-
-# progress JOB: what the server says of JOB now.
-progress() {
-	curl -s --max-time 5 "${url}jobs/$1"
-}
-
-# wait_progress JOB TEXT [SECONDS]
-wait_progress() {
-	local deadline=$((SECONDS + ${3:-10}))
-	until progress "$1" | grep -qF -- "$2"; do
-		if [ $SECONDS -ge $deadline ]; then
-			echo "job $1 never reached '$2': $(progress "$1")" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
-}
-
-# expect_ring_of_8 NAMES...: every rank exited 0 with the sum 8.
-expect_ring_of_8() {
-	local n s
-	for n in "$@"; do
-		finish "$n"
-		s=status_$n
-		if [ "${!s}" != 0 ] ||
-		    ! grep -q 'line 1: allreduce sum i64 = 8' "$T/$n.out"; then
-			echo "rank $n: status ${!s}" >&2
-			cat "$T/$n.out" "$T/$n.err" >&2
-			return 1
-		fi
-	done
 }
 
 @test "serve: prints its URL first and answers an unknown job with 202" {
@@ -156,7 +65,7 @@ expect_ring_of_8() {
 		start_rank "r$r" "$T/script8" --peers "${url}jobs/given" \
 		    --rank "$r" --world 8 --timeout 30
 	done
-	expect_ring_of_8 r0 r1 r2 r3 r4 r5 r6 r7
+	expect_ring 8 r0 r1 r2 r3 r4 r5 r6 r7
 	run curl -s "${url}jobs/given"
 	[ "${#lines[@]}" -eq 9 ]
 	[ "${lines[0]}" = "# silvic-ring job given, world 8" ]
@@ -168,7 +77,7 @@ expect_ring_of_8() {
 		start_rank "a$r" "$T/script8" --peers "${url}jobs/assigned" \
 		    --world 8 --timeout 30 -v
 	done
-	expect_ring_of_8 a0 a1 a2 a3 a4 a5 a6 a7
+	expect_ring 8 a0 a1 a2 a3 a4 a5 a6 a7
 	run bash -c "cat '$T'/a?.err | sed -n 's/.* as rank \([0-9]*\) of 8$/\1/p' | sort -n | tr '\n' ' '"
 	[ "$output" = "0 1 2 3 4 5 6 7 " ]
 }
@@ -182,7 +91,7 @@ expect_ring_of_8() {
 	wait_progress late "not yet: 7 of 8 ranks; missing 7" 20
 	start_rank l7 "$T/script8" --peers "${url}jobs/late" --rank 7 \
 	    --world 8 --timeout 30
-	expect_ring_of_8 l0 l1 l2 l3 l4 l5 l6 l7
+	expect_ring 8 l0 l1 l2 l3 l4 l5 l6 l7
 }
 
 @test "http: a missing rank: every waiting rank exits 3 naming the URL and what is missing" {

@@ -6,56 +6,16 @@
 # attacker is started here in the background with fd 3 closed,
 # remembered, and killed by pid in teardown.
 
+load http_helpers
+
 setup() {
-	bin=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
+	http_setup || return 1
 	load_script=$BATS_TEST_DIRNAME/../../scripts/http-load
-	if [ ! -x "$bin" ]; then
-		echo "no binary at $bin: run make first" >&2
-		return 1
-	fi
-	command -v curl >/dev/null || { echo "curl is not installed" >&2; return 1; }
 	command -v python3 >/dev/null || { echo "python3 is not installed" >&2; return 1; }
-	if ! "$bin" --version | grep -q 'http rendezvous: yes'; then
-		echo "$bin was built without HTTP rendezvous" >&2
-		return 1
-	fi
-	T=$BATS_TEST_TMPDIR
 	printf 'allreduce sum i64 1\nexpect 4\n' >"$T/script4"
 	printf 'allreduce sum i64 1\nexpect 3\n' >"$T/script3"
 	printf 'allreduce sum i64 1\nexpect 2\n' >"$T/script2"
-	pids=()
-}
-
-teardown() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	return 0
-}
-
-# wait_for FILE REGEX [SECONDS]: until a line of FILE matches, or fail.
-wait_for() {
-	local file=$1 re=$2 deadline=$((SECONDS + ${3:-10}))
-	until grep -Eq -- "$re" "$file" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			echo "no line matching '$re' in $file after ${3:-10}s:" >&2
-			cat "$file" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
-}
-
-# start_server [OPTIONS]: serve -v in the background; sets url (with the
-# trailing slash) and server_pid.
-start_server() {
-	"$bin" serve -v "$@" >"$T/serve.out" 2>"$T/serve.err" 3>&- &
-	server_pid=$!
-	pids+=("$server_pid")
-	wait_for "$T/serve.out" '^http://' 10 || return 1
-	url=$(head -n 1 "$T/serve.out")
+	SERVE_VERBOSE=v
 }
 
 # attack MODE [OPTIONS]: the attacker from 127.0.0.2, until its first
@@ -69,17 +29,6 @@ attack() {
 	wait_for "$T/attack.out" '^attack: ' 60 || { cat "$T/attack.err" >&2; return 1; }
 }
 
-# start_rank NAME SCRIPT ARGS...: a `run` rank on 127.0.0.1 in the
-# background; its pid in pid_NAME.
-start_rank() {
-	local name=$1 script=$2
-	shift 2
-	timeout 60 "$bin" run --host 127.0.0.1 "$@" <"$script" \
-	    >"$T/$name.out" 2>"$T/$name.err" 3>&- &
-	pids+=($!)
-	printf -v "pid_$name" '%s' $!
-}
-
 # start_bare_rank NAME SCRIPT ARGS...: as start_rank, but pid_NAME is the
 # rank itself (no timeout(1) in between), for SIGKILL; its --timeout
 # bounds it.
@@ -90,45 +39,6 @@ start_bare_rank() {
 	    >"$T/$name.out" 2>"$T/$name.err" 3>&- &
 	pids+=($!)
 	printf -v "pid_$name" '%s' $!
-}
-
-# finish NAME: waits for rank NAME; its exit status in status_NAME.
-finish() {
-	local pid_var=pid_$1 rc=0
-	wait "${!pid_var}" || rc=$?
-	printf -v "status_$1" '%s' "$rc"
-}
-
-# expect_ring SUM NAMES...: every rank exited 0 with that sum.
-expect_ring() {
-	local sum=$1 n s
-	shift
-	for n in "$@"; do
-		finish "$n"
-		s=status_$n
-		if [ "${!s}" != 0 ] ||
-		    ! grep -q "line 1: allreduce sum i64 = $sum" "$T/$n.out"; then
-			echo "rank $n: status ${!s}" >&2
-			cat "$T/$n.out" "$T/$n.err" >&2
-			return 1
-		fi
-	done
-}
-
-progress() {
-	curl -s --max-time 5 "${url}jobs/$1"
-}
-
-# wait_progress JOB TEXT [SECONDS]
-wait_progress() {
-	local deadline=$((SECONDS + ${3:-10}))
-	until progress "$1" | grep -qF -- "$2"; do
-		if [ $SECONDS -ge $deadline ]; then
-			echo "job $1 never reached '$2': $(progress "$1")" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
 }
 
 # four_ranks JOB [RUN OPTIONS]: a 4-rank job through the server; the
