@@ -227,7 +227,17 @@ def mac(key, role, nc, na, connector, acceptor, world, token):
     return hmac.new(key, text, hashlib.sha256).digest()
 
 def key_of(path):
-    return open(path, "rb").read().rstrip(b"\r\n")
+    # As the ranks read a key file (cli_key_length): a text key loses one
+    # trailing newline (LF or CRLF), a binary key none.
+    raw = open(path, "rb").read()
+    body = raw
+    if body.endswith(b"\r\n"):
+        body = body[:-2]
+    elif body.endswith(b"\n"):
+        body = body[:-1]
+    if any((c < 0x20 and c != 0x09) or c >= 0x7f for c in body):
+        return raw
+    return body
 
 # --- a fake rank 0 of a world of 2, keyless ---------------------------------
 
