@@ -569,6 +569,14 @@ http_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	for (;;) {
 		rc = exchange(h, r->source, post, REGISTER_MAX, &b, &status,
 		    err);
+		if (rc < 0 && err->code == SR_EINTERRUPTED) {
+			/* The server may have taken the registration before
+			 * the signal cut its answer short: take it back at
+			 * close all the same (a 404 then says it never was). */
+			h->registered = true;
+			snprintf(h->address, sizeof(h->address), "%s",
+			    address);
+		}
 		if (rc < 0)
 			return -1;
 		if (rc == 0 && status == 200) {

@@ -411,3 +411,47 @@ setup() {
 		grep -q 'reading it as a static address list' "$T/$n.err"
 	done
 }
+
+@test "http: a rank interrupted before the server's answer to its registration still takes it back" {
+	# A server that takes the POST and never answers it: the rank is
+	# interrupted mid-request, and must DELETE what the server may hold.
+	cat >"$T/mute.py" <<'PY'
+import socket, sys, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(8)
+print("port", srv.getsockname()[1], flush=True)
+srv.settimeout(60)
+held = []
+while True:
+    c, _ = srv.accept()
+    c.settimeout(30)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += c.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+              if l.lower().startswith(b"content-length:")]
+    while length and len(body) < length[0]:
+        body += c.recv(4096)
+    method = head.split(b" ")[0].decode()
+    print(method, body.decode().strip(), flush=True)
+    if method == "DELETE":
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\nremoved rank 0\n")
+        c.close()
+        break
+    held.append(c)  # POST: held, never answered
+PY
+	/usr/bin/python3 -u "$T/mute.py" >"$T/mute.out" 2>&1 3>&- &
+	pids+=($!)
+	wait_for "$T/mute.out" '^port [0-9]+$'
+	port=$(sed -n 's/^port //p' "$T/mute.out")
+	start_rank mute "$T/script8" --peers "http://127.0.0.1:$port/jobs/m" \
+	    --world 2 --rank 0 --timeout 30 -v
+	wait_for "$T/mute.out" '^POST '
+	kill -INT "$pid_mute"
+	finish mute
+	[ "$status_mute" -eq 130 ] || { cat "$T/mute.err" >&2; false; }
+	wait_for "$T/mute.out" '^DELETE address=127\.0\.0\.1:[0-9]+$'
+	grep -F "took the registration of 127.0.0.1:" "$T/mute.err"
+}
