@@ -309,6 +309,41 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
  * this rank fails at once too, not at the timeout.  Early bytes on it
  * (the next rank formed and speaks first) stay for the engine.
  */
+/*
+ * The next rank sent something before this rank's ring formed: its first
+ * collective's frame (the watch ends), or the abort it sends when its
+ * other link failed (formation_abort).  1 when an abort is still only
+ * partly here.
+ */
+static int
+early_frame(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+	uint8_t buf[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	struct sr_frame frame;
+	struct sr_abort abort;
+	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < SR_FRAME_HEADER_LEN) {
+		/* A header still in flight: only an abort's first bytes
+		 * would be this short, and poll says when the rest comes. */
+		return buf[0] == SR_FRAME_ABORT ? 1 : 0;
+	}
+	sr_frame_decode(buf, &frame);
+	if (frame.kind != SR_FRAME_ABORT || frame.length > SR_ABORT_MAX ||
+	    frame.length < SR_ABORT_FIXED)
+		return 0;
+	if ((size_t)n < SR_FRAME_HEADER_LEN + frame.length)
+		return 1;
+	sr_abort_decode(buf + SR_FRAME_HEADER_LEN, (size_t)frame.length,
+	    &abort);
+	/* Its failure, with its class: the first failure's status. */
+	sr_err_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
+	    "rank %u reported: %s", abort.origin, abort.reason);
+	err->origin = abort.origin;
+	return -1;
+}
+
 static int
 connector_watch(struct formation *f, struct sr_error *err)
 {
@@ -318,7 +353,12 @@ connector_watch(struct formation *f, struct sr_error *err)
 	ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
 
 	if (n > 0) {
-		c->watch = false;
+		int rc = early_frame(f, err);
+
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			c->watch = false;
 		return 0;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -522,6 +562,41 @@ form_loop(struct formation *f, struct sr_error *err)
 	}
 }
 
+/*
+ * Formation failed: a link that did form gets an abort frame (the same
+ * as a collective's, sent before any collective frame) before it closes,
+ * so the rank at its other end fails with this failure's class (an
+ * authentication failure is 7 on every rank), not with "closed its link".
+ * Best effort: a fresh link's send buffer is empty, and nothing waits.
+ */
+static void
+formation_abort(struct formation *f, const struct sr_error *err)
+{
+	uint8_t out[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	struct sr_abort abort;
+	int fds[2] = { f->c.state == CONNECT_DONE ? f->c.fd : -1,
+	    f->a.prev_fd };
+
+	if (err->origin >= 0)
+		return;		/* a neighbour's failure, heard: not ours */
+	memset(&abort, 0, sizeof(abort));
+	abort.origin = f->rank;
+	abort.wire_class = sr_wire_from_code(err->code);
+	abort.culprit = err->peer >= 0 ? (uint32_t)err->peer : SR_NO_RANK;
+	snprintf(abort.reason, sizeof(abort.reason), "%.400s", err->message);
+	frame.length = sr_abort_encode(&abort, out + SR_FRAME_HEADER_LEN,
+	    SR_ABORT_MAX);
+	sr_frame_encode(&frame, out);
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] < 0)
+			continue;
+		(void)send(fds[i], out, SR_FRAME_HEADER_LEN + frame.length,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		shutdown(fds[i], SHUT_WR);
+	}
+}
+
 static int
 check_key(const struct sr_ring_options *options, struct sr_error *err)
 {
@@ -593,8 +668,9 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 		sr_acceptor_drop(&f.a, 0);
 	memset(&f.c.auth, 0, sizeof(f.c.auth));
 	if (rc != 0) {
-		if (err->phase == SR_PHASE_HANDSHAKE)
+		if (err->phase == SR_PHASE_HANDSHAKE && err->origin < 0)
 			sr_err_peer(err, f.c.peer, f.c.address);
+		formation_abort(&f, err);
 		sr_close_fd(&f.c.fd);
 		sr_close_fd(&f.a.prev_fd);
 		return -1;

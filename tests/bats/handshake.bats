@@ -174,7 +174,37 @@ PY
 	# Both ends of the two links with rank 2 name it or its neighbour.
 	grep -q "rank 1: authentication with rank 2 at 127.0.0.1:" "$(err 1)"
 	grep -q "rank 2: authentication with rank 0 at 127.0.0.1:" "$(err 2)"
-	grep -Eq "rank 0: .*rank 1 at 127\.0\.0\.1:[0-9]+ .*(leaves|closed its link before the ring formed)" "$(err 0)"
+	grep -Eq "rank 0: (.*rank 1 at 127\.0\.0\.1:[0-9]+ .*leaves|rank 1 reported: authentication with rank 2 )" "$(err 0)"
+}
+
+@test "authentication: a rank whose other link fails authentication tells the neighbour it formed with (7, not 4)" {
+	key ka
+	key kb
+	# shellcheck disable=SC2046
+	set -- $(free_ports 4)
+	loopback_list "$BATS_TEST_TMPDIR/peers" "$1" "$2" "$3"
+	# Rank 2 (another key) dials a dead port for rank 0, so rank 0 never
+	# sees its failure itself: only rank 1, its formed neighbour, can
+	# tell it why the ring will not form.
+	loopback_list "$BATS_TEST_TMPDIR/peers2" "$4" "$2" "$3"
+	echo barrier >"$BATS_TEST_TMPDIR/s"
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" \
+		--token 4242 --timeout 60 --key-file "$BATS_TEST_TMPDIR/ka"
+	start_rank 1 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" \
+		--token 4242 --timeout 60 --key-file "$BATS_TEST_TMPDIR/ka" -v \
+		--progress-interval 0.1
+	# Rank 2 starts once the link 0-1 has formed, so rank 1's failure
+	# comes after it (rank 1 keeps dialling rank 2 until then).
+	wait_line "$(err 1)" "forming the ring: accepted rank 0 " 20
+	start_rank 2 "$BATS_TEST_TMPDIR/peers2" "$BATS_TEST_TMPDIR/s" \
+		--token 4242 --timeout 60 --key-file "$BATS_TEST_TMPDIR/kb"
+	for r in 0 1; do
+		wait_exit "${RANK_PIDS[$r]}" 20
+		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
+		[ "$WAIT_STATUS" -eq 7 ]
+	done
+	grep -q "rank 1: authentication with rank 2 at 127.0.0.1:$3 failed" "$(err 1)"
+	grep -q "rank 0: rank 1 reported: authentication with rank 2 at 127.0.0.1:$3 failed" "$(err 0)"
 }
 
 @test "keyed ring: strangers from one host hold at most 8 of the 16 pending slots" {
