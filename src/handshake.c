@@ -322,24 +322,30 @@ early_frame(struct formation *f, struct sr_error *err)
 	uint8_t buf[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
 	struct sr_frame frame;
 	struct sr_abort abort;
+	char rejected[480];
 	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 
 	if (n < SR_FRAME_HEADER_LEN) {
 		/* A header still in flight: only an abort's first bytes
 		 * would be this short, and poll says when the rest comes. */
-		return buf[0] == SR_FRAME_ABORT ? 1 : 0;
+		return n > 0 && buf[0] == SR_FRAME_ABORT ? 1 : 0;
 	}
 	sr_frame_decode(buf, &frame);
-	if (frame.kind != SR_FRAME_ABORT || frame.length > SR_ABORT_MAX ||
-	    frame.length < SR_ABORT_FIXED)
+	/* A formed ring's abort (step 0) is read by the first collective,
+	 * as before: this rank may still form with its other neighbour and
+	 * carry it on.  Only a rank that never formed (step
+	 * SR_ABORT_FORMING) ends this rank's formation at once. */
+	if (frame.kind != SR_FRAME_ABORT || frame.step != SR_ABORT_FORMING ||
+	    frame.length > SR_ABORT_MAX || frame.length < SR_ABORT_FIXED)
 		return 0;
 	if ((size_t)n < SR_FRAME_HEADER_LEN + frame.length)
 		return 1;
 	sr_abort_decode(buf + SR_FRAME_HEADER_LEN, (size_t)frame.length,
 	    &abort);
+	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure, with its class: the first failure's status. */
 	sr_err_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
-	    "rank %u reported: %s", abort.origin, abort.reason);
+	    "rank %u reported: %s%s", abort.origin, abort.reason, rejected);
 	err->origin = abort.origin;
 	return -1;
 }
@@ -563,8 +569,8 @@ form_loop(struct formation *f, struct sr_error *err)
 }
 
 /*
- * Formation failed: a link that did form gets an abort frame (the same
- * as a collective's, sent before any collective frame) before it closes,
+ * Formation failed: a link that did form gets an abort frame (a
+ * collective's, with step SR_ABORT_FORMING) before it closes,
  * so the rank at its other end fails with this failure's class (an
  * authentication failure is 7 on every rank), not with "closed its link".
  * Best effort: a fresh link's send buffer is empty, and nothing waits.
@@ -573,7 +579,8 @@ static void
 formation_abort(struct formation *f, const struct sr_error *err)
 {
 	uint8_t out[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
-	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT,
+		.step = SR_ABORT_FORMING };
 	struct sr_abort abort;
 	int fds[2] = { f->c.state == CONNECT_DONE ? f->c.fd : -1,
 	    f->a.prev_fd };

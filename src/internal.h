@@ -242,8 +242,10 @@ enum sr_frame_check sr_frame_check(const struct sr_frame *got,
     const struct sr_frame *want);
 
 /*
- * Abort: kind SR_FRAME_ABORT, step 0, seq 0 (it ends any collective), and
- * this payload (the reason's length is the frame's length less 12):
+ * Abort: kind SR_FRAME_ABORT, seq 0 (it ends any collective), step 0 from
+ * a rank whose ring formed or SR_ABORT_FORMING from one whose formation
+ * failed (a neighbour still forming then fails at once), and this
+ * payload (the reason's length is the frame's length less 12):
  *
  *   offset  size  field
  *   0       4     origin    u32le: the rank that failed first
@@ -257,6 +259,7 @@ enum sr_frame_check sr_frame_check(const struct sr_frame *got,
  * encode returns the payload length (<= SR_ABORT_MAX).
  */
 #define SR_NO_RANK 0xffffffffu
+#define SR_ABORT_FORMING 1u
 #define SR_ABORT_FIXED 12
 #define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
 
