@@ -1030,13 +1030,15 @@ test_connector_rejected(void)
 		    (long long)job.timeout_ms);
 	}
 	/* The rank that rejected it waits in vain, and says why; or, when
-	 * rank 2 (rejected by rank 0 too) closes its formed link first,
-	 * fails at that. */
+	 * rank 2 (rejected by rank 0 too, or timed out dialling it) fails
+	 * first, hears that failure on its formed link and fails with its
+	 * class (still naming its own rejections). */
 	if (r.reported[1]) {
 		CHECKF(r.report[1].rc != 0 &&
 		    (r.report[1].err.code == SR_ETIMEOUT ||
-		    r.report[1].err.code == SR_EHANDSHAKE),
-		    "rank 1: %s, want timeout or handshake",
+		    r.report[1].err.code == SR_EHANDSHAKE ||
+		    r.report[1].err.code == SR_EREJECTED),
+		    "rank 1: %s, want timeout, handshake or rank 2's rejection",
 		    sr_code_name(r.report[1].err.code));
 		CHECKF(strstr(r.report[1].err.message, "job token mismatch") != NULL,
 		    "rank 1: \"%s\"", r.report[1].err.message);
