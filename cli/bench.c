@@ -345,6 +345,21 @@ row_root(const struct row *row)
 	return row->coll == BENCH_BROADCAST ? (long)row->root : -1;
 }
 
+/* One half's fields of a result record, each name behind prefix. */
+static void
+half_json(FILE *out, const struct sweep *s, const struct half *h,
+    const char *prefix)
+{
+	fprintf(out, ",\"%stime_us\":", prefix);
+	json_number(out, h->t.time * 1e6);
+	fprintf(out, ",\"%salgbw_gbps\":", prefix);
+	json_number(out, h->algbw);
+	fprintf(out, ",\"%sbusbw_gbps\":", prefix);
+	json_number(out, h->busbw);
+	fprintf(out, ",\"%swrong\":", prefix);
+	json_number(out, s->o->check ? (double)h->wrong : NAN);
+}
+
 static void
 half_text(FILE *out, const struct sweep *s, const struct half *h)
 {
@@ -386,28 +401,15 @@ row_json(FILE *out, const struct sweep *s, const struct row *row)
 	json_string(out, sr_dtype_name(row->dtype));
 	fputs(",\"op\":", out);
 	json_string(out, row_op(row));
-	fprintf(out, ",\"world\":%u,\"iters\":%llu,\"time_us\":", s->world,
+	fprintf(out, ",\"world\":%u,\"iters\":%llu", s->world,
 	    (unsigned long long)row->iters);
-	json_number(out, oop->t.time * 1e6);
-	fputs(",\"algbw_gbps\":", out);
-	json_number(out, oop->algbw);
-	fputs(",\"busbw_gbps\":", out);
-	json_number(out, oop->busbw);
-	fputs(",\"wrong\":", out);
-	json_number(out, s->o->check ? (double)oop->wrong : NAN);
+	half_json(out, s, oop, "");
 	fprintf(out, ",\"slowest_rank\":%u,\"spread_pct\":", oop->t.slowest);
 	json_number(out, oop->t.spread_pct);
 	fputs(",\"root\":", out);
 	json_number(out, row->coll == BENCH_BROADCAST ? (double)row->root :
 	    NAN);
-	fputs(",\"inplace_time_us\":", out);
-	json_number(out, ip->t.time * 1e6);
-	fputs(",\"inplace_algbw_gbps\":", out);
-	json_number(out, ip->algbw);
-	fputs(",\"inplace_busbw_gbps\":", out);
-	json_number(out, ip->busbw);
-	fputs(",\"inplace_wrong\":", out);
-	json_number(out, s->o->check ? (double)ip->wrong : NAN);
+	half_json(out, s, ip, "inplace_");
 	fputs("}\n", out);
 }
 
