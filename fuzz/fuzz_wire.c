@@ -21,7 +21,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "wire.h"
+#include "crc32c.h"
 
 /* A heap copy of exactly n bytes (one byte when n is 0). */
 static uint8_t *

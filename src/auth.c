@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "internal.h"
+#include "auth.h"
 
 #ifdef SR_HAVE_CRYPTO
 #include <openssl/crypto.h>

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "internal.h"
+#include "clock.h"
 
 int64_t
 sr_clock_ns(void)

@@ -15,8 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
-#include "internal.h"
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+#include "reduce.h"
+#include "ring.h"
+#include "schedule.h"
+#include "wire.h"
 
 /* A small allreduce moves at most this much per rank, and one this
  * small is always small (see small_enough). */

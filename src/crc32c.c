@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "crc32c.h"
 
 static uint32_t table[256];
 static int have_hw = -1;

@@ -33,7 +33,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "internal.h"
+#include "clock.h"
+#include "crc32c.h"
+#include "engine.h"
+#include "error.h"
+#include "reduce.h"
+#include "ring.h"
+#include "sock.h"
+#include "wire.h"
 
 struct cursor {
 	int send;	/* current send on this side, or -1 */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "error.h"
 
 static const struct {
 	const char *slug;

@@ -10,7 +10,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "error.h"
+#include "formation.h"
+#include "sock.h"
+#include "wire.h"
 
 /* Handshakes read at once; more connections wait in the kernel backlog. */
 #define PENDING_MAX 16

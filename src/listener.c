@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "clock.h"
+#include "error.h"
 #include "listener.h"
+#include "sock.h"
 
 static int
 advertised_address(struct sr_listener *l, const char *host,

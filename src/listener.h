@@ -4,7 +4,7 @@
 #ifndef SR_LISTENER_H
 #define SR_LISTENER_H
 
-#include "internal.h"
+#include "silvic_ring.h"
 
 struct sr_listener {
 	int fd;

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "reduce.h"
 
 static const struct {
 	const char *name;

@@ -19,7 +19,15 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "crc32c.h"
+#include "error.h"
+#include "formation.h"
+#include "listener.h"
+#include "ring.h"
+#include "sock.h"
+#include "wire.h"
 #include "listener.h"
 
 /* How long a failing rank spends telling its neighbours (sending its

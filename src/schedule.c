@@ -17,7 +17,7 @@
  * Block b is folded starting at rank b and going round the ring, on every
  * rank and every run: the fold order that makes results bitwise identical.
  */
-#include "internal.h"
+#include "schedule.h"
 
 size_t
 sr_block_offset(size_t count, uint32_t world, uint32_t block)

@@ -1,5 +1,6 @@
 /*
- * sock.c - the socket layer: address text, resolution and socket options.
+ * sock.c - the socket layer: address text, resolution, socket options, and
+ * the non-blocking send and receive all of the core's I/O goes through.
  * Knows nothing of ranks or frames.
  */
 #include <arpa/inet.h>
@@ -17,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "clock.h"
+#include "sock.h"
 
 int
 sr_sock_split(const char *address, char *host, size_t host_size,
@@ -459,4 +461,73 @@ sr_sock_buffers(int fd, int bytes)
 {
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+/* ------------------------------------------------------------------ I/O */
+
+ssize_t
+sr_io_send(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+		.msg_iovlen = (size_t)iovcnt };
+
+	for (;;) {
+		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return SR_IO_AGAIN;
+		if (n == 0)
+			errno = EPIPE;	/* nothing to send is a caller's bug */
+		return SR_IO_ERROR;
+	}
+}
+
+ssize_t
+sr_io_recv(int fd, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return SR_IO_EOF;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return SR_IO_AGAIN;
+		return SR_IO_ERROR;
+	}
+}
+
+int
+sr_io_flush(int fd, const void *buf, size_t len, size_t *done)
+{
+	while (*done < len) {
+		struct iovec iov = { .iov_base = (uint8_t *)buf + *done,
+			.iov_len = len - *done };
+		ssize_t n = sr_io_send(fd, &iov, 1);
+
+		if (n < 0)
+			return (int)n;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
+int
+sr_io_fill(int fd, void *buf, size_t len, size_t *got)
+{
+	while (*got < len) {
+		ssize_t n = sr_io_recv(fd, (uint8_t *)buf + *got, len - *got);
+
+		if (n < 0)
+			return (int)n;
+		*got += (size_t)n;
+	}
+	return 0;
 }

@@ -2,13 +2,13 @@
  * wire.c - bytes on the wire: fixed-width little-endian helpers, the
  * handshake codec (byte for byte the silvic-net hello and verdict), the
  * frame header codec and the control frames' payloads (abort, goodbye,
- * heartbeat; byte tables in internal.h).  Pure: no descriptors, no
+ * heartbeat; byte tables in wire.h).  Pure: no descriptors, no
  * allocation.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "wire.h"
 
 void
 sr_put_u32le(uint8_t *p, uint32_t v)

@@ -19,7 +19,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "internal.h"
+#include "clock.h"
+#include "engine.h"
+#include "ring.h"
+#include "wire.h"
+#include "sock.h"
+#include "crc32c.h"
 
 #define RANK 1
 #define WORLD 3

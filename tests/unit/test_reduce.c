@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "reduce.h"
 
 /* Elements past `count` that must stay untouched. */
 #define GUARD 4

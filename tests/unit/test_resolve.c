@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "internal.h"
+#include "sock.h"
+#include "clock.h"
 
 static int calls;
 static int transient_before_answer;

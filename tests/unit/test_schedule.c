@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "schedule.h"
 
 #define MAX_WORLD 16
 

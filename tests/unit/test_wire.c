@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "wire.h"
+#include "crc32c.h"
+#include "auth.h"
 
 #define TWO_63 (UINT64_C(1) << 63)
 

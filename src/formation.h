@@ -1,0 +1,22 @@
+/*
+ * formation.h - forming a ring (handshake.c): the one call ring.c makes.
+ */
+#ifndef SR_FORMATION_H
+#define SR_FORMATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "silvic_ring.h"
+
+/*
+ * Ring formation: connects to the next rank and accepts the previous one.
+ * Fills next_fd and prev_fd (blocking mode unspecified) or the error.
+ */
+int sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world,
+    uint64_t token, const char *const *addresses,
+    const struct sr_ring_options *options, int *next_fd, int *prev_fd,
+    struct sr_error *err);
+
+#endif

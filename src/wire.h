@@ -1,0 +1,305 @@
+/*
+ * wire.h - every message on the wire, drawn byte by byte, and its codec (wire.c).
+ * Pure: nothing here touches a descriptor.
+ */
+#ifndef SR_WIRE_H
+#define SR_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "silvic_ring.h"
+
+#define SR_MAGIC "silvicn\x01"
+#define SR_MAGIC_LEN 8
+#define SR_BYTE_ORDER_MARK 0x01020304u
+#define SR_HELLO_LEN 32
+#define SR_VERDICT_LEN 16
+#define SR_FRAME_HEADER_LEN 24
+/* The longest abort reason a frame carries. */
+#define SR_ABORT_REASON_MAX 400
+
+void sr_put_u32le(uint8_t *p, uint32_t v);
+void sr_put_u64le(uint8_t *p, uint64_t v);
+uint32_t sr_get_u32le(const uint8_t *p);
+uint64_t sr_get_u64le(const uint8_t *p);
+
+/*
+ * The hello, connector to acceptor, SR_HELLO_LEN bytes:
+ *
+ *	offset	size	field
+ *	0	8	SR_MAGIC "silvicn\x01" (protocol version in the last byte)
+ *	8	4	SR_BYTE_ORDER_MARK in the sender's native order
+ *	12	4	rank u32 le: the rank the connector claims
+ *	16	4	world u32 le
+ *	20	4	flags u32 le: SR_HELLO_AUTH | SR_HELLO_CRC (the seed's
+ *			reserved field, 0 on a plain ring; any other bit is
+ *			refused with SR_VERDICT_UNKNOWN_FLAGS)
+ *	24	8	job token u64 le
+ *
+ * The verdict, acceptor to connector, SR_VERDICT_LEN bytes:
+ *
+ *	offset	size	field
+ *	0	8	SR_MAGIC
+ *	8	4	status u32 le: an enum sr_verdict code (frozen values)
+ *	12	4	acceptor rank u32 le
+ *
+ * Without a key and without --integrity both are byte for byte the seed's;
+ * codes 4 and up are sent only to a peer that itself departs from it.
+ */
+
+/* Hello flags, in the seed's reserved field (0 without a key, so a hello
+ * stays byte-identical to the seed's). */
+#define SR_HELLO_AUTH 0x1u
+/* Frames carry a CRC-32C trailer (--integrity); both ends must agree. */
+#define SR_HELLO_CRC 0x2u
+/* Every flag this version defines; any other bit set is refused. */
+#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC)
+
+struct sr_hello {
+	uint32_t rank;
+	uint32_t world;
+	uint64_t token;
+	uint32_t flags;
+};
+
+enum sr_verdict {
+	SR_VERDICT_ACCEPTED = 0,
+	SR_VERDICT_WRONG_TOKEN = 1,
+	SR_VERDICT_WRONG_WORLD = 2,
+	SR_VERDICT_WRONG_RANK = 3,
+	/* Sent only when one side has a key; a seed rank never sees them. */
+	SR_VERDICT_AUTH_REQUIRED = 4,	/* the acceptor has a key, the hello none */
+	SR_VERDICT_NO_KEY = 5,		/* the hello asks for a key the acceptor lacks */
+	SR_VERDICT_INTEGRITY = 6,	/* one side checks frames, the other not */
+	/* The hello sets a flag bit this version does not define. */
+	SR_VERDICT_UNKNOWN_FLAGS = 7,
+	/* The acceptor leaves: authentication failed on its link to its own
+	 * next rank, so the ring cannot form (sent to the previous rank
+	 * instead of accepting it, so it fails at once too). */
+	SR_VERDICT_NEXT_AUTH = 8,
+	SR_VERDICT_COUNT
+};
+
+void sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN]);
+/* 0, or -1 with why set ("not a silvic rank ...", "byte order differs"). */
+int sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
+    const char **why);
+/* The acceptor's judgement: token first, then world, then rank, then
+ * undefined flag bits (SR_VERDICT_UNKNOWN_FLAGS). */
+enum sr_verdict sr_hello_judge(const struct sr_hello *hello, uint64_t token,
+    uint32_t world, uint32_t expected_rank);
+void sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
+    uint8_t out[SR_VERDICT_LEN]);
+/* 0, or -1 when the bytes are not a silvic verdict. */
+int sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN],
+    enum sr_verdict *verdict, uint32_t *acceptor_rank);
+const char *sr_verdict_reason(enum sr_verdict verdict);
+
+/*
+ * Frames.  Every message after the handshake is a frame: a header, then
+ * `length` payload bytes, then (with integrity checks, collective frames
+ * only) a CRC-32C trailer.
+ *
+ *   offset  size  field
+ *   0       1     kind      enum sr_frame_kind
+ *   1       1     dtype     an allreduce's element type, else 0
+ *   2       1     op        an allreduce's operation, else 0
+ *   3       1     reserved  0
+ *   4       4     step      u32le: the ring step (see each kind)
+ *   8       8     seq       u64le: which collective on this ring (1, 2, ...)
+ *   16      8     length    u64le: payload bytes that follow
+ *
+ * kind names the collective; dtype and op qualify an allreduce; step is
+ * the ring step; seq counts the collectives on this ring.  The control
+ * frames (abort, goodbye, heartbeat) never carry a trailer.
+ */
+enum sr_frame_kind {
+	SR_FRAME_ALLREDUCE = 1,
+	SR_FRAME_ALLGATHER = 2,
+	SR_FRAME_BROADCAST = 3,
+	SR_FRAME_BARRIER = 4,
+	SR_FRAME_SHIFT = 5,
+	SR_FRAME_LINK = 6,
+	SR_FRAME_ABORT = 7,
+	SR_FRAME_BYE = 8,
+	SR_FRAME_HEARTBEAT = 9,
+	SR_FRAME_KIND_MAX = 9
+};
+
+struct sr_frame {
+	uint8_t kind;
+	uint8_t dtype;
+	uint8_t op;
+	uint32_t step;
+	uint64_t seq;
+	uint64_t length;
+};
+
+void sr_frame_encode(const struct sr_frame *frame,
+    uint8_t out[SR_FRAME_HEADER_LEN]);
+void sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN],
+    struct sr_frame *frame);
+/* "allreduce sum f64 step 3 seq 7 of 4096 bytes" for messages. */
+void sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size);
+
+enum sr_frame_check {
+	SR_FRAME_MATCH,
+	SR_FRAME_IS_ABORT,	 /* an abort frame with a sane length */
+	SR_FRAME_IS_BYE,	 /* the peer closes while this rank is in a
+				  * collective */
+	SR_FRAME_IS_HEARTBEAT,	 /* the peer waits, alive (header only) */
+	SR_FRAME_MISMATCH,	 /* another collective, step or length */
+	SR_FRAME_BAD_ABORT	 /* an abort frame of absurd length */
+};
+
+/* Compares a received header against the one this rank expects. */
+enum sr_frame_check sr_frame_check(const struct sr_frame *got,
+    const struct sr_frame *want);
+
+/*
+ * Abort: kind SR_FRAME_ABORT, seq 0 (it ends any collective), step 0 from
+ * a rank whose ring formed or SR_ABORT_FORMING from one whose formation
+ * failed (a neighbour still forming then fails at once), and this
+ * payload (the reason's length is the frame's length less 12):
+ *
+ *   offset  size  field
+ *   0       4     origin    u32le: the rank that failed first
+ *   4       4     class     u32le: the origin's failure, a wire code
+ *                           (SR_WIRE_*, frozen; never an enum sr_code)
+ *   8       4     culprit   u32le: the rank the origin blames, or
+ *                           SR_NO_RANK
+ *   12      n     reason    the origin's own message, no NUL, n <= 400
+ *
+ * A rank that forwards an abort sends the origin's fields unchanged.
+ * encode returns the payload length (<= SR_ABORT_MAX).
+ */
+#define SR_NO_RANK 0xffffffffu
+#define SR_ABORT_FORMING 1u
+#define SR_ABORT_FIXED 12
+#define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
+
+/* Failure classes on the wire.  Frozen: a value never changes meaning;
+ * new ones are appended.  An unknown one reads as SR_EABORTED. */
+#define SR_WIRE_CONFIG 1u
+#define SR_WIRE_NOMEM 2u
+#define SR_WIRE_BIND 3u
+#define SR_WIRE_CONNECT 4u
+#define SR_WIRE_REJECTED 5u
+#define SR_WIRE_HANDSHAKE 6u
+#define SR_WIRE_AUTH 7u
+#define SR_WIRE_TIMEOUT 8u
+#define SR_WIRE_PEER_CLOSED 9u
+#define SR_WIRE_IO 10u
+#define SR_WIRE_OUT_OF_STEP 11u
+#define SR_WIRE_ABORTED 12u
+#define SR_WIRE_INTERRUPTED 13u
+#define SR_WIRE_BROKEN 14u
+#define SR_WIRE_CORRUPT 15u
+#define SR_WIRE_CHECK 16u
+
+/* The wire code of a failure, and back (SR_EABORTED when unknown or 0). */
+uint32_t sr_wire_from_code(enum sr_code code);
+enum sr_code sr_wire_to_code(uint32_t wire);
+
+struct sr_abort {
+	uint32_t origin;
+	uint32_t wire_class;
+	uint32_t culprit;
+	char reason[SR_ABORT_REASON_MAX + 1];
+};
+
+size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
+    size_t size);
+/* -1 when the payload is shorter than SR_ABORT_FIXED bytes.  The reason is
+ * kept to printable ASCII. */
+int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
+
+/*
+ * Goodbye (sr_ring_finish): kind SR_FRAME_BYE.  Step 0 is the goodbye
+ * proper, sent to both neighbours, with seq the number of collectives the
+ * sender ran and this payload:
+ *
+ *   offset  size  field
+ *   0       8     collectives  u64le: the same number as the header's seq
+ *   8       4     rank         u32le: the sender's rank
+ *   12      4     world        u32le: the sender's world size
+ *
+ * Steps 1, 2, ... (no payload, same seq) are the closing barrier, sent
+ * once a rank has read and checked both neighbours' goodbyes.
+ */
+#define SR_GOODBYE_LEN 16
+
+struct sr_goodbye {
+	uint64_t collectives;
+	uint32_t rank;
+	uint32_t world;
+};
+
+void sr_goodbye_encode(const struct sr_goodbye *bye,
+    uint8_t out[SR_GOODBYE_LEN]);
+void sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN],
+    struct sr_goodbye *bye);
+
+/*
+ * Heartbeat: a header with no payload, sent by a rank that has waited
+ * (nothing moving) for a while, to both neighbours, so that only the
+ * ranks next to a silent rank or link time out:
+ *
+ *   kind SR_FRAME_HEARTBEAT, dtype 0, op 0,
+ *   step    the rank the sender waits on (SR_NO_RANK: none),
+ *   seq     the collectives the sender has begun,
+ *   length  0
+ */
+void sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
+    uint8_t out[SR_FRAME_HEADER_LEN]);
+
+
+
+#define SR_AUTH_MAGIC "silvica\x01"
+#define SR_NONCE_LEN 32
+#define SR_MAC_LEN 32
+/*
+ * With a key, after an accepting verdict (offset: size field):
+ *
+ *	challenge, connector to acceptor, SR_CHALLENGE_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC "silvica\x01"	8: 32 connector nonce
+ *	response, acceptor to connector, SR_RESPONSE_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 32 acceptor nonce	40: 32 acceptor MAC
+ *	proof, connector to acceptor, SR_PROOF_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 32 connector MAC
+ *	result, acceptor to connector, SR_RESULT_LEN bytes:
+ *	    0: 8 SR_AUTH_MAGIC	8: 4 status u32 le, enum sr_auth_result
+ *
+ * A connector that finds the acceptor's MAC wrong still sends its proof,
+ * so that both sides report the other key.
+ */
+#define SR_CHALLENGE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN)
+#define SR_RESPONSE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN + SR_MAC_LEN)
+#define SR_PROOF_LEN (SR_MAGIC_LEN + SR_MAC_LEN)
+#define SR_RESULT_LEN (SR_MAGIC_LEN + 4)
+
+
+/* The result's status: frozen wire values. */
+enum sr_auth_result {
+	SR_RESULT_ACCEPTED = 0,
+	SR_RESULT_REJECTED = 1,	 /* the proof does not match the key */
+	/* The proof matched, but the acceptor leaves: authentication
+	 * failed on its link to its own next rank. */
+	SR_RESULT_NEXT_AUTH = 2,
+	SR_RESULT_COUNT
+};
+
+void sr_result_encode(enum sr_auth_result result,
+    uint8_t out[SR_RESULT_LEN]);
+/* 0, or -1 when the bytes are not a result or the status is unknown. */
+int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
+    enum sr_auth_result *result);
+
+
+/* With integrity checks (--integrity) every collective frame ends in a
+ * CRC-32C of its header and payload, u32le. */
+#define SR_TRAILER_LEN 4
+
+#endif
