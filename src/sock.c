@@ -486,11 +486,11 @@ sr_io_send(int fd, const struct iovec *iov, int iovcnt)
 	}
 }
 
-ssize_t
-sr_io_recv(int fd, void *buf, size_t len)
+static ssize_t
+receive(int fd, void *buf, size_t len, int flags)
 {
 	for (;;) {
-		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+		ssize_t n = recv(fd, buf, len, flags | MSG_DONTWAIT);
 
 		if (n > 0)
 			return n;
@@ -502,6 +502,18 @@ sr_io_recv(int fd, void *buf, size_t len)
 			return SR_IO_AGAIN;
 		return SR_IO_ERROR;
 	}
+}
+
+ssize_t
+sr_io_recv(int fd, void *buf, size_t len)
+{
+	return receive(fd, buf, len, 0);
+}
+
+ssize_t
+sr_io_peek(int fd, void *buf, size_t len)
+{
+	return receive(fd, buf, len, MSG_PEEK);
 }
 
 int

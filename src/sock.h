@@ -88,6 +88,9 @@ ssize_t sr_io_send(int fd, const struct iovec *iov, int iovcnt);
 /* One recv into buf: bytes read (> 0), SR_IO_AGAIN, SR_IO_EOF or
  * SR_IO_ERROR. */
 ssize_t sr_io_recv(int fd, void *buf, size_t len);
+/* sr_io_recv, but the bytes stay queued for the next reader (ring
+ * formation looks at what a formed link's peer sent early). */
+ssize_t sr_io_peek(int fd, void *buf, size_t len);
 /* Writes buf until *done reaches len (*done counts across calls): 0 when
  * all went, else SR_IO_AGAIN or SR_IO_ERROR. */
 int sr_io_flush(int fd, const void *buf, size_t len, size_t *done);
