@@ -1,15 +1,17 @@
 /*
  * fuzz_wire.c - the wire codecs of src/wire.c against arbitrary bytes:
- * the hello and its judgement, the verdict, the frame header with its
- * check and description, the abort payload with its failure class, and
- * the goodbye payload.
+ * the hello and its judgement, the verdict, the authentication messages,
+ * the frame header with its check and description, the abort payload
+ * with its failure class, and the goodbye payload.
  *
  * The first byte picks the codec (mod 5); the rest is what a peer sent:
  *	0  hello: 32 bytes [, token u64, world u32, expected rank u32,
  *	   acceptor rank u32]	(the acceptor's side, all little-endian);
  *	   a decoded hello re-encodes to the same 32 bytes
- *	1  verdict: 16 bytes; its first 12 bytes also as an
- *	   authentication result
+ *	1  a handshake answer: its first 16 bytes as a verdict, 12 as an
+ *	   authentication result, 40 as a challenge, 72 as a response and
+ *	   40 as a proof (each where there are that many); a decoded
+ *	   message re-encodes to the same bytes
  *	2  frame header: 24 bytes [, a second header as the expected one
  *	   [, one byte: the size of the description buffer]]
  *	3  abort payload: any length
@@ -77,7 +79,7 @@ fuzz_hello(const uint8_t *data, size_t size)
 	if (size < SR_HELLO_LEN)
 		return;
 	in = exact(data, SR_HELLO_LEN);
-	memcpy(&bom, in + 8, 4);
+	memcpy(&bom, in + SR_HELLO_OFF_BOM, 4);
 	rc = sr_hello_decode(in, &hello, &why);
 	FUZZ_CHECK(rc == 0 || rc == -1);
 	FUZZ_CHECK((rc == 0) == (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) == 0 &&
@@ -87,10 +89,10 @@ fuzz_hello(const uint8_t *data, size_t size)
 		free(in);
 		return;
 	}
-	FUZZ_CHECK(hello.rank == u32_at(in + 12));
-	FUZZ_CHECK(hello.world == u32_at(in + 16));
-	FUZZ_CHECK(hello.flags == u32_at(in + 20));
-	FUZZ_CHECK(hello.token == u64_at(in + 24));
+	FUZZ_CHECK(hello.rank == u32_at(in + SR_HELLO_OFF_RANK));
+	FUZZ_CHECK(hello.world == u32_at(in + SR_HELLO_OFF_WORLD));
+	FUZZ_CHECK(hello.flags == u32_at(in + SR_HELLO_OFF_FLAGS));
+	FUZZ_CHECK(hello.token == u64_at(in + SR_HELLO_OFF_TOKEN));
 	out = malloc(SR_HELLO_LEN);
 	FUZZ_CHECK(out != NULL);
 	sr_hello_encode(&hello, out);
@@ -132,9 +134,10 @@ fuzz_result(const uint8_t *data, size_t size)
 	in = exact(data, SR_RESULT_LEN);
 	rc = sr_result_decode(in, &result);
 	FUZZ_CHECK((rc == 0) == (memcmp(in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
-	    u32_at(in + SR_MAGIC_LEN) < SR_RESULT_COUNT));
+	    u32_at(in + SR_RESULT_OFF_STATUS) < SR_RESULT_COUNT));
 	if (rc == 0) {
-		FUZZ_CHECK((uint32_t)result == u32_at(in + SR_MAGIC_LEN));
+		FUZZ_CHECK((uint32_t)result ==
+		    u32_at(in + SR_RESULT_OFF_STATUS));
 		out = malloc(SR_RESULT_LEN);
 		FUZZ_CHECK(out != NULL);
 		sr_result_encode(result, out);
@@ -142,6 +145,70 @@ fuzz_result(const uint8_t *data, size_t size)
 		free(out);
 	}
 	free(in);
+}
+
+/*
+ * The authentication messages: each is taken only with the right magic,
+ * its fields are the bytes at their offsets, and it re-encodes to the
+ * same bytes.  Each decoder sees a heap block of exactly its length.
+ */
+static void
+fuzz_auth(const uint8_t *data, size_t size)
+{
+	struct sr_challenge challenge;
+	struct sr_response response;
+	struct sr_proof proof;
+	const char *why;
+	uint8_t *in, *out;
+	bool magic;
+	int rc;
+
+	if (size < SR_CHALLENGE_LEN)
+		return;
+	magic = memcmp(data, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0;
+	out = malloc(SR_RESPONSE_LEN);
+	FUZZ_CHECK(out != NULL);
+
+	in = exact(data, SR_CHALLENGE_LEN);
+	why = NULL;
+	rc = sr_challenge_decode(in, &challenge, &why);
+	FUZZ_CHECK((rc == 0) == magic && (rc == 0 || why != NULL));
+	if (rc == 0) {
+		FUZZ_CHECK(memcmp(challenge.nonce, in + SR_CHALLENGE_OFF_NONCE,
+		    SR_NONCE_LEN) == 0);
+		sr_challenge_encode(&challenge, out);
+		FUZZ_CHECK(memcmp(out, in, SR_CHALLENGE_LEN) == 0);
+	}
+	free(in);
+
+	in = exact(data, SR_PROOF_LEN);
+	why = NULL;
+	rc = sr_proof_decode(in, &proof, &why);
+	FUZZ_CHECK((rc == 0) == magic && (rc == 0 || why != NULL));
+	if (rc == 0) {
+		FUZZ_CHECK(memcmp(proof.mac, in + SR_PROOF_OFF_MAC,
+		    SR_MAC_LEN) == 0);
+		sr_proof_encode(&proof, out);
+		FUZZ_CHECK(memcmp(out, in, SR_PROOF_LEN) == 0);
+	}
+	free(in);
+
+	if (size >= SR_RESPONSE_LEN) {
+		in = exact(data, SR_RESPONSE_LEN);
+		why = NULL;
+		rc = sr_response_decode(in, &response, &why);
+		FUZZ_CHECK((rc == 0) == magic && (rc == 0 || why != NULL));
+		if (rc == 0) {
+			FUZZ_CHECK(memcmp(response.nonce,
+			    in + SR_RESPONSE_OFF_NONCE, SR_NONCE_LEN) == 0);
+			FUZZ_CHECK(memcmp(response.mac,
+			    in + SR_RESPONSE_OFF_MAC, SR_MAC_LEN) == 0);
+			sr_response_encode(&response, out);
+			FUZZ_CHECK(memcmp(out, in, SR_RESPONSE_LEN) == 0);
+		}
+		free(in);
+	}
+	free(out);
 }
 
 static void
@@ -158,10 +225,11 @@ fuzz_verdict(const uint8_t *data, size_t size)
 	rc = sr_verdict_decode(in, &verdict, &acceptor);
 	FUZZ_CHECK(rc == 0 || rc == -1);
 	FUZZ_CHECK((rc == 0) == (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) == 0 &&
-	    u32_at(in + 8) < SR_VERDICT_COUNT));
+	    u32_at(in + SR_VERDICT_OFF_STATUS) < SR_VERDICT_COUNT));
 	if (rc == 0) {
-		FUZZ_CHECK((uint32_t)verdict == u32_at(in + 8));
-		FUZZ_CHECK(acceptor == u32_at(in + 12));
+		FUZZ_CHECK((uint32_t)verdict ==
+		    u32_at(in + SR_VERDICT_OFF_STATUS));
+		FUZZ_CHECK(acceptor == u32_at(in + SR_VERDICT_OFF_RANK));
 		FUZZ_CHECK(strcmp(sr_verdict_reason(verdict),
 		    "unknown verdict") != 0);
 		out = malloc(SR_VERDICT_LEN);
@@ -242,17 +310,20 @@ fuzz_frame(const uint8_t *data, size_t size)
 		return;
 	in = exact(data, SR_FRAME_HEADER_LEN);
 	sr_frame_decode(in, &frame);
-	FUZZ_CHECK(frame.kind == in[0] && frame.dtype == in[1] &&
-	    frame.op == in[2]);
-	FUZZ_CHECK(frame.step == u32_at(in + 4));
-	FUZZ_CHECK(frame.seq == u64_at(in + 8));
-	FUZZ_CHECK(frame.length == u64_at(in + 16));
+	FUZZ_CHECK(frame.kind == in[SR_FRAME_OFF_KIND] &&
+	    frame.dtype == in[SR_FRAME_OFF_DTYPE] &&
+	    frame.op == in[SR_FRAME_OFF_OP]);
+	FUZZ_CHECK(frame.step == u32_at(in + SR_FRAME_OFF_STEP));
+	FUZZ_CHECK(frame.seq == u64_at(in + SR_FRAME_OFF_SEQ));
+	FUZZ_CHECK(frame.length == u64_at(in + SR_FRAME_OFF_LENGTH));
 	out = malloc(SR_FRAME_HEADER_LEN);
 	FUZZ_CHECK(out != NULL);
 	sr_frame_encode(&frame, out);
-	/* The reserved byte 3 is ignored on decode and zeroed on encode. */
-	FUZZ_CHECK(memcmp(out, in, 3) == 0 && out[3] == 0);
-	FUZZ_CHECK(memcmp(out + 4, in + 4, SR_FRAME_HEADER_LEN - 4) == 0);
+	/* The reserved byte is ignored on decode and zeroed on encode. */
+	FUZZ_CHECK(memcmp(out, in, SR_FRAME_OFF_RESERVED) == 0 &&
+	    out[SR_FRAME_OFF_RESERVED] == 0);
+	FUZZ_CHECK(memcmp(out + SR_FRAME_OFF_STEP, in + SR_FRAME_OFF_STEP,
+	    SR_FRAME_HEADER_LEN - SR_FRAME_OFF_STEP) == 0);
 	free(out);
 	free(in);
 
@@ -296,19 +367,19 @@ fuzz_abort(const uint8_t *data, size_t size)
 		free(in);
 		return;
 	}
-	FUZZ_CHECK(got.origin == u32_at(in));
-	FUZZ_CHECK(got.wire_class == u32_at(in + 4));
+	FUZZ_CHECK(got.origin == u32_at(in + SR_ABORT_OFF_ORIGIN));
+	FUZZ_CHECK(got.wire_class == u32_at(in + SR_ABORT_OFF_CLASS));
 	/* Any class reads as a code that maps back to it, or as "aborted". */
 	FUZZ_CHECK(sr_wire_from_code(sr_wire_to_code(got.wire_class)) ==
 	    got.wire_class || sr_wire_to_code(got.wire_class) == SR_EABORTED);
 	FUZZ_CHECK((unsigned)sr_wire_to_code(got.wire_class) < SR_CODE_COUNT);
-	FUZZ_CHECK(got.culprit == u32_at(in + 8));
+	FUZZ_CHECK(got.culprit == u32_at(in + SR_ABORT_OFF_CULPRIT));
 	reason = size - SR_ABORT_FIXED;
 	if (reason > SR_ABORT_REASON_MAX)
 		reason = SR_ABORT_REASON_MAX;
 	FUZZ_CHECK(strlen(got.reason) == reason);
 	for (i = 0; i < reason; i++) {
-		uint8_t c = in[SR_ABORT_FIXED + i];
+		uint8_t c = in[SR_ABORT_OFF_REASON + i];
 
 		FUZZ_CHECK(got.reason[i] == (c >= 0x20 && c < 0x7f ?
 		    (char)c : '?'));
@@ -343,9 +414,9 @@ fuzz_goodbye(const uint8_t *data, size_t size)
 		return;
 	in = exact(data, SR_GOODBYE_LEN);
 	sr_goodbye_decode(in, &bye);
-	FUZZ_CHECK(bye.collectives == u64_at(in));
-	FUZZ_CHECK(bye.rank == u32_at(in + 8));
-	FUZZ_CHECK(bye.world == u32_at(in + 12));
+	FUZZ_CHECK(bye.collectives == u64_at(in + SR_GOODBYE_OFF_COLLECTIVES));
+	FUZZ_CHECK(bye.rank == u32_at(in + SR_GOODBYE_OFF_RANK));
+	FUZZ_CHECK(bye.world == u32_at(in + SR_GOODBYE_OFF_WORLD));
 	out = malloc(SR_GOODBYE_LEN);
 	FUZZ_CHECK(out != NULL);
 	sr_goodbye_encode(&bye, out);
@@ -377,6 +448,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1:
 		fuzz_verdict(data + 1, size - 1);
 		fuzz_result(data + 1, size - 1);
+		fuzz_auth(data + 1, size - 1);
 		break;
 	case 2:
 		fuzz_frame(data + 1, size - 1);

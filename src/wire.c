@@ -1,14 +1,56 @@
 /*
  * wire.c - bytes on the wire: fixed-width little-endian helpers, the
  * handshake codec (byte for byte the silvic-net hello and verdict), the
- * frame header codec and the control frames' payloads (abort, goodbye,
- * heartbeat; byte tables in wire.h).  Pure: no descriptors, no
- * allocation.
+ * authentication messages, the frame header codec and the control
+ * frames' payloads (abort, goodbye, heartbeat).  The byte tables are in
+ * wire.h; every field here is put or got at its named offset.  Pure: no
+ * descriptors, no allocation.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "wire.h"
+
+/* Each table's fields end where the next begins, and the last at the
+ * message's length: an offset edited alone fails the build. */
+_Static_assert(SR_HELLO_OFF_BOM == SR_HELLO_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_HELLO_OFF_RANK == SR_HELLO_OFF_BOM + 4 &&
+    SR_HELLO_OFF_WORLD == SR_HELLO_OFF_RANK + 4 &&
+    SR_HELLO_OFF_FLAGS == SR_HELLO_OFF_WORLD + 4 &&
+    SR_HELLO_OFF_TOKEN == SR_HELLO_OFF_FLAGS + 4 &&
+    SR_HELLO_LEN == SR_HELLO_OFF_TOKEN + 8, "hello layout");
+_Static_assert(SR_VERDICT_OFF_STATUS == SR_VERDICT_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_VERDICT_OFF_RANK == SR_VERDICT_OFF_STATUS + 4 &&
+    SR_VERDICT_LEN == SR_VERDICT_OFF_RANK + 4, "verdict layout");
+_Static_assert(sizeof(SR_AUTH_MAGIC) - 1 == SR_MAGIC_LEN &&
+    sizeof(SR_MAGIC) - 1 == SR_MAGIC_LEN, "magic length");
+_Static_assert(SR_CHALLENGE_OFF_NONCE ==
+    SR_CHALLENGE_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_CHALLENGE_LEN == SR_CHALLENGE_OFF_NONCE + SR_NONCE_LEN,
+    "challenge layout");
+_Static_assert(SR_RESPONSE_OFF_NONCE == SR_RESPONSE_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_RESPONSE_OFF_MAC == SR_RESPONSE_OFF_NONCE + SR_NONCE_LEN &&
+    SR_RESPONSE_LEN == SR_RESPONSE_OFF_MAC + SR_MAC_LEN, "response layout");
+_Static_assert(SR_PROOF_OFF_MAC == SR_PROOF_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_PROOF_LEN == SR_PROOF_OFF_MAC + SR_MAC_LEN, "proof layout");
+_Static_assert(SR_RESULT_OFF_STATUS == SR_RESULT_OFF_MAGIC + SR_MAGIC_LEN &&
+    SR_RESULT_LEN == SR_RESULT_OFF_STATUS + 4, "result layout");
+_Static_assert(SR_FRAME_OFF_DTYPE == SR_FRAME_OFF_KIND + 1 &&
+    SR_FRAME_OFF_OP == SR_FRAME_OFF_DTYPE + 1 &&
+    SR_FRAME_OFF_RESERVED == SR_FRAME_OFF_OP + 1 &&
+    SR_FRAME_OFF_STEP == SR_FRAME_OFF_RESERVED + 1 &&
+    SR_FRAME_OFF_SEQ == SR_FRAME_OFF_STEP + 4 &&
+    SR_FRAME_OFF_LENGTH == SR_FRAME_OFF_SEQ + 8 &&
+    SR_FRAME_HEADER_LEN == SR_FRAME_OFF_LENGTH + 8, "frame header layout");
+_Static_assert(SR_TRAILER_LEN == SR_TRAILER_OFF_CRC + 4, "trailer layout");
+_Static_assert(SR_ABORT_OFF_CLASS == SR_ABORT_OFF_ORIGIN + 4 &&
+    SR_ABORT_OFF_CULPRIT == SR_ABORT_OFF_CLASS + 4 &&
+    SR_ABORT_OFF_REASON == SR_ABORT_OFF_CULPRIT + 4, "abort layout");
+_Static_assert(SR_GOODBYE_OFF_RANK == SR_GOODBYE_OFF_COLLECTIVES + 8 &&
+    SR_GOODBYE_OFF_WORLD == SR_GOODBYE_OFF_RANK + 4 &&
+    SR_GOODBYE_LEN == SR_GOODBYE_OFF_WORLD + 4, "goodbye layout");
+
+static const char *const not_auth_why = "not an authentication message";
 
 void
 sr_put_u32le(uint8_t *p, uint32_t v)
@@ -44,15 +86,14 @@ sr_hello_encode(const struct sr_hello *hello, uint8_t out[SR_HELLO_LEN])
 {
 	uint32_t bom = SR_BYTE_ORDER_MARK;
 
-	memset(out, 0, SR_HELLO_LEN);
-	memcpy(out, SR_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_HELLO_OFF_MAGIC, SR_MAGIC, SR_MAGIC_LEN);
 	/* Native order on purpose: a peer of the other endianness reads it
 	 * reversed and is rejected, since payloads travel natively. */
-	memcpy(out + 8, &bom, 4);
-	sr_put_u32le(out + 12, hello->rank);
-	sr_put_u32le(out + 16, hello->world);
-	sr_put_u32le(out + 20, hello->flags);
-	sr_put_u64le(out + 24, hello->token);
+	memcpy(out + SR_HELLO_OFF_BOM, &bom, 4);
+	sr_put_u32le(out + SR_HELLO_OFF_RANK, hello->rank);
+	sr_put_u32le(out + SR_HELLO_OFF_WORLD, hello->world);
+	sr_put_u32le(out + SR_HELLO_OFF_FLAGS, hello->flags);
+	sr_put_u64le(out + SR_HELLO_OFF_TOKEN, hello->token);
 }
 
 int
@@ -61,19 +102,19 @@ sr_hello_decode(const uint8_t in[SR_HELLO_LEN], struct sr_hello *hello,
 {
 	uint32_t bom;
 
-	if (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) != 0) {
+	if (memcmp(in + SR_HELLO_OFF_MAGIC, SR_MAGIC, SR_MAGIC_LEN) != 0) {
 		*why = "not a silvic rank (wrong magic or protocol version)";
 		return -1;
 	}
-	memcpy(&bom, in + 8, 4);
+	memcpy(&bom, in + SR_HELLO_OFF_BOM, 4);
 	if (bom != SR_BYTE_ORDER_MARK) {
 		*why = "its byte order differs from this rank's";
 		return -1;
 	}
-	hello->rank = sr_get_u32le(in + 12);
-	hello->world = sr_get_u32le(in + 16);
-	hello->flags = sr_get_u32le(in + 20);
-	hello->token = sr_get_u64le(in + 24);
+	hello->rank = sr_get_u32le(in + SR_HELLO_OFF_RANK);
+	hello->world = sr_get_u32le(in + SR_HELLO_OFF_WORLD);
+	hello->flags = sr_get_u32le(in + SR_HELLO_OFF_FLAGS);
+	hello->token = sr_get_u64le(in + SR_HELLO_OFF_TOKEN);
 	return 0;
 }
 
@@ -96,9 +137,9 @@ void
 sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
     uint8_t out[SR_VERDICT_LEN])
 {
-	memcpy(out, SR_MAGIC, SR_MAGIC_LEN);
-	sr_put_u32le(out + 8, (uint32_t)verdict);
-	sr_put_u32le(out + 12, acceptor_rank);
+	memcpy(out + SR_VERDICT_OFF_MAGIC, SR_MAGIC, SR_MAGIC_LEN);
+	sr_put_u32le(out + SR_VERDICT_OFF_STATUS, (uint32_t)verdict);
+	sr_put_u32le(out + SR_VERDICT_OFF_RANK, acceptor_rank);
 }
 
 int
@@ -107,13 +148,13 @@ sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN], enum sr_verdict *verdict,
 {
 	uint32_t status;
 
-	if (memcmp(in, SR_MAGIC, SR_MAGIC_LEN) != 0)
+	if (memcmp(in + SR_VERDICT_OFF_MAGIC, SR_MAGIC, SR_MAGIC_LEN) != 0)
 		return -1;
-	status = sr_get_u32le(in + 8);
+	status = sr_get_u32le(in + SR_VERDICT_OFF_STATUS);
 	if (status >= SR_VERDICT_COUNT)
 		return -1;
 	*verdict = (enum sr_verdict)status;
-	*acceptor_rank = sr_get_u32le(in + 12);
+	*acceptor_rank = sr_get_u32le(in + SR_VERDICT_OFF_RANK);
 	return 0;
 }
 
@@ -150,10 +191,73 @@ sr_verdict_reason(enum sr_verdict verdict)
 }
 
 void
+sr_challenge_encode(const struct sr_challenge *challenge,
+    uint8_t out[SR_CHALLENGE_LEN])
+{
+	memcpy(out + SR_CHALLENGE_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_CHALLENGE_OFF_NONCE, challenge->nonce, SR_NONCE_LEN);
+}
+
+int
+sr_challenge_decode(const uint8_t in[SR_CHALLENGE_LEN],
+    struct sr_challenge *challenge, const char **why)
+{
+	if (memcmp(in + SR_CHALLENGE_OFF_MAGIC, SR_AUTH_MAGIC,
+	    SR_MAGIC_LEN) != 0) {
+		*why = not_auth_why;
+		return -1;
+	}
+	memcpy(challenge->nonce, in + SR_CHALLENGE_OFF_NONCE, SR_NONCE_LEN);
+	return 0;
+}
+
+void
+sr_response_encode(const struct sr_response *response,
+    uint8_t out[SR_RESPONSE_LEN])
+{
+	memcpy(out + SR_RESPONSE_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_RESPONSE_OFF_NONCE, response->nonce, SR_NONCE_LEN);
+	memcpy(out + SR_RESPONSE_OFF_MAC, response->mac, SR_MAC_LEN);
+}
+
+int
+sr_response_decode(const uint8_t in[SR_RESPONSE_LEN],
+    struct sr_response *response, const char **why)
+{
+	if (memcmp(in + SR_RESPONSE_OFF_MAGIC, SR_AUTH_MAGIC,
+	    SR_MAGIC_LEN) != 0) {
+		*why = not_auth_why;
+		return -1;
+	}
+	memcpy(response->nonce, in + SR_RESPONSE_OFF_NONCE, SR_NONCE_LEN);
+	memcpy(response->mac, in + SR_RESPONSE_OFF_MAC, SR_MAC_LEN);
+	return 0;
+}
+
+void
+sr_proof_encode(const struct sr_proof *proof, uint8_t out[SR_PROOF_LEN])
+{
+	memcpy(out + SR_PROOF_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	memcpy(out + SR_PROOF_OFF_MAC, proof->mac, SR_MAC_LEN);
+}
+
+int
+sr_proof_decode(const uint8_t in[SR_PROOF_LEN], struct sr_proof *proof,
+    const char **why)
+{
+	if (memcmp(in + SR_PROOF_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
+		*why = not_auth_why;
+		return -1;
+	}
+	memcpy(proof->mac, in + SR_PROOF_OFF_MAC, SR_MAC_LEN);
+	return 0;
+}
+
+void
 sr_result_encode(enum sr_auth_result result, uint8_t out[SR_RESULT_LEN])
 {
-	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	sr_put_u32le(out + SR_MAGIC_LEN, (uint32_t)result);
+	memcpy(out + SR_RESULT_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN);
+	sr_put_u32le(out + SR_RESULT_OFF_STATUS, (uint32_t)result);
 }
 
 int
@@ -161,9 +265,9 @@ sr_result_decode(const uint8_t in[SR_RESULT_LEN], enum sr_auth_result *result)
 {
 	uint32_t status;
 
-	if (memcmp(in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
+	if (memcmp(in + SR_RESULT_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
 		return -1;
-	status = sr_get_u32le(in + SR_MAGIC_LEN);
+	status = sr_get_u32le(in + SR_RESULT_OFF_STATUS);
 	if (status >= SR_RESULT_COUNT)
 		return -1;
 	*result = (enum sr_auth_result)status;
@@ -173,24 +277,24 @@ sr_result_decode(const uint8_t in[SR_RESULT_LEN], enum sr_auth_result *result)
 void
 sr_frame_encode(const struct sr_frame *frame, uint8_t out[SR_FRAME_HEADER_LEN])
 {
-	out[0] = frame->kind;
-	out[1] = frame->dtype;
-	out[2] = frame->op;
-	out[3] = 0;
-	sr_put_u32le(out + 4, frame->step);
-	sr_put_u64le(out + 8, frame->seq);
-	sr_put_u64le(out + 16, frame->length);
+	out[SR_FRAME_OFF_KIND] = frame->kind;
+	out[SR_FRAME_OFF_DTYPE] = frame->dtype;
+	out[SR_FRAME_OFF_OP] = frame->op;
+	out[SR_FRAME_OFF_RESERVED] = 0;
+	sr_put_u32le(out + SR_FRAME_OFF_STEP, frame->step);
+	sr_put_u64le(out + SR_FRAME_OFF_SEQ, frame->seq);
+	sr_put_u64le(out + SR_FRAME_OFF_LENGTH, frame->length);
 }
 
 void
 sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN], struct sr_frame *frame)
 {
-	frame->kind = in[0];
-	frame->dtype = in[1];
-	frame->op = in[2];
-	frame->step = sr_get_u32le(in + 4);
-	frame->seq = sr_get_u64le(in + 8);
-	frame->length = sr_get_u64le(in + 16);
+	frame->kind = in[SR_FRAME_OFF_KIND];
+	frame->dtype = in[SR_FRAME_OFF_DTYPE];
+	frame->op = in[SR_FRAME_OFF_OP];
+	frame->step = sr_get_u32le(in + SR_FRAME_OFF_STEP);
+	frame->seq = sr_get_u64le(in + SR_FRAME_OFF_SEQ);
+	frame->length = sr_get_u64le(in + SR_FRAME_OFF_LENGTH);
 }
 
 static const char *
@@ -294,10 +398,10 @@ sr_abort_encode(const struct sr_abort *abort, uint8_t *out, size_t size)
 		return 0;
 	if (n > size - SR_ABORT_FIXED)
 		n = size - SR_ABORT_FIXED;
-	sr_put_u32le(out, abort->origin);
-	sr_put_u32le(out + 4, abort->wire_class);
-	sr_put_u32le(out + 8, abort->culprit);
-	memcpy(out + SR_ABORT_FIXED, abort->reason, n);
+	sr_put_u32le(out + SR_ABORT_OFF_ORIGIN, abort->origin);
+	sr_put_u32le(out + SR_ABORT_OFF_CLASS, abort->wire_class);
+	sr_put_u32le(out + SR_ABORT_OFF_CULPRIT, abort->culprit);
+	memcpy(out + SR_ABORT_OFF_REASON, abort->reason, n);
 	return SR_ABORT_FIXED + n;
 }
 
@@ -308,15 +412,15 @@ sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort)
 
 	if (len < SR_ABORT_FIXED)
 		return -1;
-	abort->origin = sr_get_u32le(in);
-	abort->wire_class = sr_get_u32le(in + 4);
-	abort->culprit = sr_get_u32le(in + 8);
+	abort->origin = sr_get_u32le(in + SR_ABORT_OFF_ORIGIN);
+	abort->wire_class = sr_get_u32le(in + SR_ABORT_OFF_CLASS);
+	abort->culprit = sr_get_u32le(in + SR_ABORT_OFF_CULPRIT);
 	n = len - SR_ABORT_FIXED;
 	if (n > SR_ABORT_REASON_MAX)
 		n = SR_ABORT_REASON_MAX;
 	/* The reason is printed later: keep it to printable ASCII. */
 	for (i = 0; i < n; i++) {
-		uint8_t c = in[SR_ABORT_FIXED + i];
+		uint8_t c = in[SR_ABORT_OFF_REASON + i];
 
 		abort->reason[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
 	}
@@ -327,17 +431,17 @@ sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort)
 void
 sr_goodbye_encode(const struct sr_goodbye *bye, uint8_t out[SR_GOODBYE_LEN])
 {
-	sr_put_u64le(out, bye->collectives);
-	sr_put_u32le(out + 8, bye->rank);
-	sr_put_u32le(out + 12, bye->world);
+	sr_put_u64le(out + SR_GOODBYE_OFF_COLLECTIVES, bye->collectives);
+	sr_put_u32le(out + SR_GOODBYE_OFF_RANK, bye->rank);
+	sr_put_u32le(out + SR_GOODBYE_OFF_WORLD, bye->world);
 }
 
 void
 sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN], struct sr_goodbye *bye)
 {
-	bye->collectives = sr_get_u64le(in);
-	bye->rank = sr_get_u32le(in + 8);
-	bye->world = sr_get_u32le(in + 12);
+	bye->collectives = sr_get_u64le(in + SR_GOODBYE_OFF_COLLECTIVES);
+	bye->rank = sr_get_u32le(in + SR_GOODBYE_OFF_RANK);
+	bye->world = sr_get_u32le(in + SR_GOODBYE_OFF_WORLD);
 }
 
 void

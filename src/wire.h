@@ -1,6 +1,27 @@
 /*
- * wire.h - every message on the wire, drawn byte by byte, and its codec (wire.c).
- * Pure: nothing here touches a descriptor.
+ * wire.h - every message on the wire, drawn byte by byte, and its codec
+ * (wire.c).  Pure: nothing here touches a descriptor.
+ *
+ * Conventions, for every table below:
+ *   - Integers are unsigned, little-endian, at the width the table gives,
+ *     written and read only through sr_put_* and sr_get_*; no struct or
+ *     enum is ever copied to the wire raw.  The one exception is the
+ *     hello's byte-order mark, native on purpose.
+ *   - Every message has a fixed length (SR_*_LEN) and every field a named
+ *     offset (SR_*_OFF_*); wire.c asserts at compile time that the fields
+ *     tile the message.  Only the abort payload has a variable tail, and
+ *     its decoder takes the length and checks it.
+ *   - A message that opens with a magic is refused by its decoder (-1, and
+ *     a reason where the caller can name it) when the magic is wrong, so
+ *     a stray or another protocol version is never read as fields.
+ *   - Status and class fields carry frozen codes: a value never changes
+ *     meaning, new ones are appended.
+ *
+ * The messages, in the order a link sees them:
+ *   handshake		hello, verdict (byte for byte the silvic-net seed)
+ *   with a key		challenge, response, proof, result
+ *   then frames	header [payload] [trailer]; the control frames
+ *			abort, goodbye and heartbeat
  */
 #ifndef SR_WIRE_H
 #define SR_WIRE_H
@@ -11,43 +32,39 @@
 
 #include "silvic_ring.h"
 
-#define SR_MAGIC "silvicn\x01"
-#define SR_MAGIC_LEN 8
-#define SR_BYTE_ORDER_MARK 0x01020304u
-#define SR_HELLO_LEN 32
-#define SR_VERDICT_LEN 16
-#define SR_FRAME_HEADER_LEN 24
-/* The longest abort reason a frame carries. */
-#define SR_ABORT_REASON_MAX 400
-
 void sr_put_u32le(uint8_t *p, uint32_t v);
 void sr_put_u64le(uint8_t *p, uint64_t v);
 uint32_t sr_get_u32le(const uint8_t *p);
 uint64_t sr_get_u64le(const uint8_t *p);
 
+/* ------------------------------------------------------------- handshake */
+
+/* Opens the hello and the verdict; the last byte is the protocol version. */
+#define SR_MAGIC "silvicn\x01"
+#define SR_MAGIC_LEN 8
+#define SR_BYTE_ORDER_MARK 0x01020304u
+
 /*
- * The hello, connector to acceptor, SR_HELLO_LEN bytes:
+ * The hello, connector to acceptor:
  *
  *	offset	size	field
- *	0	8	SR_MAGIC "silvicn\x01" (protocol version in the last byte)
- *	8	4	SR_BYTE_ORDER_MARK in the sender's native order
- *	12	4	rank u32 le: the rank the connector claims
- *	16	4	world u32 le
- *	20	4	flags u32 le: SR_HELLO_AUTH | SR_HELLO_CRC (the seed's
- *			reserved field, 0 on a plain ring; any other bit is
- *			refused with SR_VERDICT_UNKNOWN_FLAGS)
- *	24	8	job token u64 le
- *
- * The verdict, acceptor to connector, SR_VERDICT_LEN bytes:
- *
- *	offset	size	field
- *	0	8	SR_MAGIC
- *	8	4	status u32 le: an enum sr_verdict code (frozen values)
- *	12	4	acceptor rank u32 le
- *
- * Without a key and without --integrity both are byte for byte the seed's;
- * codes 4 and up are sent only to a peer that itself departs from it.
+ *	0	8	magic	SR_MAGIC "silvicn\x01"
+ *	8	4	bom	SR_BYTE_ORDER_MARK in the sender's native order
+ *	12	4	rank	u32: the rank the connector claims
+ *	16	4	world	u32
+ *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC (the seed's
+ *				reserved field, 0 on a plain ring; any other
+ *				bit is refused with SR_VERDICT_UNKNOWN_FLAGS)
+ *	24	8	token	u64: the job token
+ *	32		SR_HELLO_LEN
  */
+#define SR_HELLO_OFF_MAGIC 0
+#define SR_HELLO_OFF_BOM 8
+#define SR_HELLO_OFF_RANK 12
+#define SR_HELLO_OFF_WORLD 16
+#define SR_HELLO_OFF_FLAGS 20
+#define SR_HELLO_OFF_TOKEN 24
+#define SR_HELLO_LEN 32
 
 /* Hello flags, in the seed's reserved field (0 without a key, so a hello
  * stays byte-identical to the seed's). */
@@ -57,6 +74,23 @@ uint64_t sr_get_u64le(const uint8_t *p);
 /* Every flag this version defines; any other bit set is refused. */
 #define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC)
 
+/*
+ * The verdict, acceptor to connector:
+ *
+ *	offset	size	field
+ *	0	8	magic	SR_MAGIC
+ *	8	4	status	u32: an enum sr_verdict code
+ *	12	4	rank	u32: the acceptor's rank
+ *	16		SR_VERDICT_LEN
+ *
+ * Without a key and without --integrity both are byte for byte the seed's;
+ * codes 4 and up are sent only to a peer that itself departs from it.
+ */
+#define SR_VERDICT_OFF_MAGIC 0
+#define SR_VERDICT_OFF_STATUS 8
+#define SR_VERDICT_OFF_RANK 12
+#define SR_VERDICT_LEN 16
+
 struct sr_hello {
 	uint32_t rank;
 	uint32_t world;
@@ -64,6 +98,7 @@ struct sr_hello {
 	uint32_t flags;
 };
 
+/* The verdict's status: frozen wire values. */
 enum sr_verdict {
 	SR_VERDICT_ACCEPTED = 0,
 	SR_VERDICT_WRONG_TOKEN = 1,
@@ -92,29 +127,134 @@ enum sr_verdict sr_hello_judge(const struct sr_hello *hello, uint64_t token,
     uint32_t world, uint32_t expected_rank);
 void sr_verdict_encode(enum sr_verdict verdict, uint32_t acceptor_rank,
     uint8_t out[SR_VERDICT_LEN]);
-/* 0, or -1 when the bytes are not a silvic verdict. */
+/* 0, or -1 when the bytes are not a silvic verdict (magic or status). */
 int sr_verdict_decode(const uint8_t in[SR_VERDICT_LEN],
     enum sr_verdict *verdict, uint32_t *acceptor_rank);
 const char *sr_verdict_reason(enum sr_verdict verdict);
 
+/* -------------------------------------------------------- authentication */
+
 /*
- * Frames.  Every message after the handshake is a frame: a header, then
- * `length` payload bytes, then (with integrity checks, collective frames
- * only) a CRC-32C trailer.
+ * With a key, after an accepting verdict, four messages (the MACs are
+ * auth.c's, over both nonces, both ranks, the world and the token):
  *
- *   offset  size  field
- *   0       1     kind      enum sr_frame_kind
- *   1       1     dtype     an allreduce's element type, else 0
- *   2       1     op        an allreduce's operation, else 0
- *   3       1     reserved  0
- *   4       4     step      u32le: the ring step (see each kind)
- *   8       8     seq       u64le: which collective on this ring (1, 2, ...)
- *   16      8     length    u64le: payload bytes that follow
+ * challenge, connector to acceptor:
+ *	offset	size	field
+ *	0	8	magic	SR_AUTH_MAGIC "silvica\x01"
+ *	8	32	nonce	the connector's, fresh
+ *	40		SR_CHALLENGE_LEN
  *
- * kind names the collective; dtype and op qualify an allreduce; step is
- * the ring step; seq counts the collectives on this ring.  The control
- * frames (abort, goodbye, heartbeat) never carry a trailer.
+ * response, acceptor to connector:
+ *	0	8	magic	SR_AUTH_MAGIC
+ *	8	32	nonce	the acceptor's, fresh
+ *	40	32	mac	the acceptor proves it holds the key
+ *	72		SR_RESPONSE_LEN
+ *
+ * proof, connector to acceptor:
+ *	0	8	magic	SR_AUTH_MAGIC
+ *	8	32	mac	the connector proves it holds the key
+ *	40		SR_PROOF_LEN
+ *
+ * result, acceptor to connector:
+ *	0	8	magic	SR_AUTH_MAGIC
+ *	8	4	status	u32: an enum sr_auth_result code
+ *	12		SR_RESULT_LEN
+ *
+ * A connector that finds the acceptor's MAC wrong still sends its proof,
+ * so that both sides report the other key.
  */
+#define SR_AUTH_MAGIC "silvica\x01"
+#define SR_NONCE_LEN 32
+#define SR_MAC_LEN 32
+
+#define SR_CHALLENGE_OFF_MAGIC 0
+#define SR_CHALLENGE_OFF_NONCE 8
+#define SR_CHALLENGE_LEN 40
+
+#define SR_RESPONSE_OFF_MAGIC 0
+#define SR_RESPONSE_OFF_NONCE 8
+#define SR_RESPONSE_OFF_MAC 40
+#define SR_RESPONSE_LEN 72
+
+#define SR_PROOF_OFF_MAGIC 0
+#define SR_PROOF_OFF_MAC 8
+#define SR_PROOF_LEN 40
+
+#define SR_RESULT_OFF_MAGIC 0
+#define SR_RESULT_OFF_STATUS 8
+#define SR_RESULT_LEN 12
+
+struct sr_challenge {
+	uint8_t nonce[SR_NONCE_LEN];
+};
+
+struct sr_response {
+	uint8_t nonce[SR_NONCE_LEN];
+	uint8_t mac[SR_MAC_LEN];
+};
+
+struct sr_proof {
+	uint8_t mac[SR_MAC_LEN];
+};
+
+/* The result's status: frozen wire values. */
+enum sr_auth_result {
+	SR_RESULT_ACCEPTED = 0,
+	SR_RESULT_REJECTED = 1,	 /* the proof does not match the key */
+	/* The proof matched, but the acceptor leaves: authentication
+	 * failed on its link to its own next rank. */
+	SR_RESULT_NEXT_AUTH = 2,
+	SR_RESULT_COUNT
+};
+
+/* The decoders return 0, or -1 with why ("not an authentication
+ * message") when the magic is wrong. */
+void sr_challenge_encode(const struct sr_challenge *challenge,
+    uint8_t out[SR_CHALLENGE_LEN]);
+int sr_challenge_decode(const uint8_t in[SR_CHALLENGE_LEN],
+    struct sr_challenge *challenge, const char **why);
+void sr_response_encode(const struct sr_response *response,
+    uint8_t out[SR_RESPONSE_LEN]);
+int sr_response_decode(const uint8_t in[SR_RESPONSE_LEN],
+    struct sr_response *response, const char **why);
+void sr_proof_encode(const struct sr_proof *proof, uint8_t out[SR_PROOF_LEN]);
+int sr_proof_decode(const uint8_t in[SR_PROOF_LEN], struct sr_proof *proof,
+    const char **why);
+void sr_result_encode(enum sr_auth_result result,
+    uint8_t out[SR_RESULT_LEN]);
+/* 0, or -1 when the bytes are not a result or the status is unknown. */
+int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
+    enum sr_auth_result *result);
+
+/* ---------------------------------------------------------------- frames */
+
+/*
+ * Every message after the handshake is a frame: a header, then `length`
+ * payload bytes, then (with integrity checks, collective frames only) a
+ * trailer.  The header:
+ *
+ *	offset	size	field
+ *	0	1	kind	enum sr_frame_kind
+ *	1	1	dtype	an allreduce's element type, else 0
+ *	2	1	op	an allreduce's operation, else 0
+ *	3	1	reserved, 0 (ignored on decode)
+ *	4	4	step	u32: the ring step (see each kind)
+ *	8	8	seq	u64: which collective on this ring (1, 2, ...)
+ *	16	8	length	u64: payload bytes that follow
+ *	24		SR_FRAME_HEADER_LEN
+ *
+ * The control frames (abort, goodbye, heartbeat) never carry a trailer.
+ */
+#define SR_FRAME_OFF_KIND 0
+#define SR_FRAME_OFF_DTYPE 1
+#define SR_FRAME_OFF_OP 2
+#define SR_FRAME_OFF_RESERVED 3
+#define SR_FRAME_OFF_STEP 4
+#define SR_FRAME_OFF_SEQ 8
+#define SR_FRAME_OFF_LENGTH 16
+#define SR_FRAME_HEADER_LEN 24
+
+/* Frame kinds: frozen wire values. */
 enum sr_frame_kind {
 	SR_FRAME_ALLREDUCE = 1,
 	SR_FRAME_ALLGATHER = 2,
@@ -159,26 +299,43 @@ enum sr_frame_check sr_frame_check(const struct sr_frame *got,
     const struct sr_frame *want);
 
 /*
- * Abort: kind SR_FRAME_ABORT, seq 0 (it ends any collective), step 0 from
- * a rank whose ring formed or SR_ABORT_FORMING from one whose formation
- * failed (a neighbour still forming then fails at once), and this
- * payload (the reason's length is the frame's length less 12):
+ * The integrity trailer (--integrity, SR_HELLO_CRC), after a collective
+ * frame's payload:
  *
- *   offset  size  field
- *   0       4     origin    u32le: the rank that failed first
- *   4       4     class     u32le: the origin's failure, a wire code
- *                           (SR_WIRE_*, frozen; never an enum sr_code)
- *   8       4     culprit   u32le: the rank the origin blames, or
- *                           SR_NO_RANK
- *   12      n     reason    the origin's own message, no NUL, n <= 400
+ *	offset	size	field
+ *	0	4	crc	u32: CRC-32C (crc32c.h) of the header, then the
+ *				payload
+ *	4		SR_TRAILER_LEN
+ */
+#define SR_TRAILER_OFF_CRC 0
+#define SR_TRAILER_LEN 4
+
+/*
+ * The abort: kind SR_FRAME_ABORT, seq 0 (it ends any collective), step 0
+ * from a rank whose ring formed or SR_ABORT_FORMING from one whose
+ * formation failed (a neighbour still forming then fails at once), and
+ * this payload, SR_ABORT_FIXED to SR_ABORT_MAX bytes:
+ *
+ *	offset	size	field
+ *	0	4	origin	u32: the rank that failed first
+ *	4	4	class	u32: the origin's failure, a wire code
+ *				(SR_WIRE_*; never an enum sr_code)
+ *	8	4	culprit	u32: the rank the origin blames, or SR_NO_RANK
+ *	12	n	reason	the origin's own message, no NUL; n is the
+ *				frame's length less 12, at most 400
  *
  * A rank that forwards an abort sends the origin's fields unchanged.
- * encode returns the payload length (<= SR_ABORT_MAX).
  */
+#define SR_ABORT_OFF_ORIGIN 0
+#define SR_ABORT_OFF_CLASS 4
+#define SR_ABORT_OFF_CULPRIT 8
+#define SR_ABORT_OFF_REASON 12
+#define SR_ABORT_FIXED SR_ABORT_OFF_REASON
+/* The longest abort reason a frame carries. */
+#define SR_ABORT_REASON_MAX 400
+#define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
 #define SR_NO_RANK 0xffffffffu
 #define SR_ABORT_FORMING 1u
-#define SR_ABORT_FIXED 12
-#define SR_ABORT_MAX (SR_ABORT_FIXED + SR_ABORT_REASON_MAX)
 
 /* Failure classes on the wire.  Frozen: a value never changes meaning;
  * new ones are appended.  An unknown one reads as SR_EABORTED. */
@@ -210,6 +367,8 @@ struct sr_abort {
 	char reason[SR_ABORT_REASON_MAX + 1];
 };
 
+/* The payload's length (<= size, <= SR_ABORT_MAX; the reason is cut to
+ * fit), or 0 when size is below SR_ABORT_FIXED. */
 size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
     size_t size);
 /* -1 when the payload is shorter than SR_ABORT_FIXED bytes.  The reason is
@@ -217,18 +376,22 @@ size_t sr_abort_encode(const struct sr_abort *abort, uint8_t *out,
 int sr_abort_decode(const uint8_t *in, size_t len, struct sr_abort *abort);
 
 /*
- * Goodbye (sr_ring_finish): kind SR_FRAME_BYE.  Step 0 is the goodbye
+ * The goodbye (sr_ring_finish): kind SR_FRAME_BYE.  Step 0 is the goodbye
  * proper, sent to both neighbours, with seq the number of collectives the
  * sender ran and this payload:
  *
- *   offset  size  field
- *   0       8     collectives  u64le: the same number as the header's seq
- *   8       4     rank         u32le: the sender's rank
- *   12      4     world        u32le: the sender's world size
+ *	offset	size	field
+ *	0	8	collectives	u64: the same number as the header's seq
+ *	8	4	rank		u32: the sender's rank
+ *	12	4	world		u32: the sender's world size
+ *	16			SR_GOODBYE_LEN
  *
  * Steps 1, 2, ... (no payload, same seq) are the closing barrier, sent
  * once a rank has read and checked both neighbours' goodbyes.
  */
+#define SR_GOODBYE_OFF_COLLECTIVES 0
+#define SR_GOODBYE_OFF_RANK 8
+#define SR_GOODBYE_OFF_WORLD 12
 #define SR_GOODBYE_LEN 16
 
 struct sr_goodbye {
@@ -243,63 +406,21 @@ void sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN],
     struct sr_goodbye *bye);
 
 /*
- * Heartbeat: a header with no payload, sent by a rank that has waited
- * (nothing moving) for a while, to both neighbours, so that only the
- * ranks next to a silent rank or link time out:
+ * The heartbeat: a header and nothing else, sent by a rank that has
+ * waited (nothing moving) for a while, to both neighbours, so that only
+ * the ranks next to a silent rank or link time out:
  *
- *   kind SR_FRAME_HEARTBEAT, dtype 0, op 0,
- *   step    the rank the sender waits on (SR_NO_RANK: none),
- *   seq     the collectives the sender has begun,
- *   length  0
+ *	offset	size	field
+ *	0	1	kind	SR_FRAME_HEARTBEAT
+ *	1	1	dtype	0
+ *	2	1	op	0
+ *	3	1	reserved, 0
+ *	4	4	step	u32: the rank the sender waits on (SR_NO_RANK:
+ *				none)
+ *	8	8	seq	u64: the collectives the sender has begun
+ *	16	8	length	u64: 0
  */
 void sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
     uint8_t out[SR_FRAME_HEADER_LEN]);
-
-
-
-#define SR_AUTH_MAGIC "silvica\x01"
-#define SR_NONCE_LEN 32
-#define SR_MAC_LEN 32
-/*
- * With a key, after an accepting verdict (offset: size field):
- *
- *	challenge, connector to acceptor, SR_CHALLENGE_LEN bytes:
- *	    0: 8 SR_AUTH_MAGIC "silvica\x01"	8: 32 connector nonce
- *	response, acceptor to connector, SR_RESPONSE_LEN bytes:
- *	    0: 8 SR_AUTH_MAGIC	8: 32 acceptor nonce	40: 32 acceptor MAC
- *	proof, connector to acceptor, SR_PROOF_LEN bytes:
- *	    0: 8 SR_AUTH_MAGIC	8: 32 connector MAC
- *	result, acceptor to connector, SR_RESULT_LEN bytes:
- *	    0: 8 SR_AUTH_MAGIC	8: 4 status u32 le, enum sr_auth_result
- *
- * A connector that finds the acceptor's MAC wrong still sends its proof,
- * so that both sides report the other key.
- */
-#define SR_CHALLENGE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN)
-#define SR_RESPONSE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN + SR_MAC_LEN)
-#define SR_PROOF_LEN (SR_MAGIC_LEN + SR_MAC_LEN)
-#define SR_RESULT_LEN (SR_MAGIC_LEN + 4)
-
-
-/* The result's status: frozen wire values. */
-enum sr_auth_result {
-	SR_RESULT_ACCEPTED = 0,
-	SR_RESULT_REJECTED = 1,	 /* the proof does not match the key */
-	/* The proof matched, but the acceptor leaves: authentication
-	 * failed on its link to its own next rank. */
-	SR_RESULT_NEXT_AUTH = 2,
-	SR_RESULT_COUNT
-};
-
-void sr_result_encode(enum sr_auth_result result,
-    uint8_t out[SR_RESULT_LEN]);
-/* 0, or -1 when the bytes are not a result or the status is unknown. */
-int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
-    enum sr_auth_result *result);
-
-
-/* With integrity checks (--integrity) every collective frame ends in a
- * CRC-32C of its header and payload, u32le. */
-#define SR_TRAILER_LEN 4
 
 #endif
