@@ -125,24 +125,46 @@ make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
 	sr_acceptor_drop(a, victim);
 }
 
+/* What a pending handshake's complete message leads to. */
+enum pending_step {
+	PENDING_NEXT,	/* the answer is queued: the exchange goes on */
+	PENDING_DROP,	/* rejected (reject() says why) */
+	PENDING_TAKE	/* it is the previous rank: the link is taken */
+};
+
 /*
  * Sends a verdict that ends the exchange, best effort, and drops p's
  * connection with reason.  A rank that leaves has told its previous rank
  * once such a verdict reached a hello that claims to be it.
  */
-static void
+static enum pending_step
 answer_and_reject(struct formation *f, struct pending *p,
     enum sr_verdict verdict, bool auth, const char *reason)
 {
 	sr_verdict_encode(verdict, f->rank, p->x.out);
-	if (send(p->fd, p->x.out, SR_VERDICT_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) ==
-	    SR_VERDICT_LEN && p->claims_prev)
+	if (sr_exchange_send_last(p->fd, p->x.out, SR_VERDICT_LEN) == 0 &&
+	    p->claims_prev)
 		f->told_prev = true;
 	reject(f, p->address, auth, "%s", reason);
+	return PENDING_DROP;
 }
 
-/* Judges a hello; queues the verdict.  1 to go on, 0 rejected. */
-static int
+/* Without a key the accepting verdict ends the exchange: it is sent now,
+ * or the connection is dropped. */
+static enum pending_step
+answer_accepted(struct formation *f, struct pending *p)
+{
+	int rc = sr_exchange_send_last(p->fd, p->x.out, SR_VERDICT_LEN);
+
+	if (rc == 0)
+		return PENDING_TAKE;
+	reject(f, p->address, false, "answering its hello failed: %s",
+	    rc == SR_IO_AGAIN ? "the socket is full" : strerror(errno));
+	return PENDING_DROP;
+}
+
+/* Judges a hello and queues the verdict. */
+static enum pending_step
 pending_hello(struct formation *f, struct pending *p)
 {
 	struct sr_hello hello;
@@ -152,7 +174,7 @@ pending_hello(struct formation *f, struct pending *p)
 
 	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
 		reject(f, p->address, false, "%s", why);
-		return 0;
+		return PENDING_DROP;
 	}
 	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
 	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
@@ -174,80 +196,78 @@ pending_hello(struct formation *f, struct pending *p)
 	case SR_VERDICT_AUTH_REQUIRED:
 		snprintf(reason, sizeof(reason), "authentication failed: it has "
 		    "no key (claims rank %u of %u)", hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
+		return answer_and_reject(f, p, verdict, true, reason);
 	case SR_VERDICT_NO_KEY:
 		snprintf(reason, sizeof(reason), "authentication failed: it has "
 		    "a key and this rank none (claims rank %u of %u)", hello.rank,
 		    hello.world);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
+		return answer_and_reject(f, p, verdict, true, reason);
 	case SR_VERDICT_UNKNOWN_FLAGS:
 		snprintf(reason, sizeof(reason), "its hello sets undefined flag "
 		    "bits 0x%x (flags 0x%x; this version defines 0x%x; it "
 		    "claims rank %u of %u)", hello.flags & ~SR_HELLO_KNOWN,
 		    hello.flags, SR_HELLO_KNOWN, hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, false, reason);
-		return 0;
+		return answer_and_reject(f, p, verdict, false, reason);
 	case SR_VERDICT_NEXT_AUTH:
 		snprintf(reason, sizeof(reason), "told rank %u that this rank "
 		    "leaves: authentication failed on its link to rank %u",
 		    hello.rank, f->c.peer);
-		answer_and_reject(f, p, verdict, true, reason);
-		return 0;
+		return answer_and_reject(f, p, verdict, true, reason);
 	default:
 		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
 		    sr_verdict_reason(verdict), hello.rank, hello.world);
-		answer_and_reject(f, p, verdict, false, reason);
-		return 0;
+		return answer_and_reject(f, p, verdict, false, reason);
 	}
 	sr_verdict_encode(verdict, f->rank, p->x.out);
+	if (!f->keyed)
+		return answer_accepted(f, p);
 	sr_exchange_expect(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
-	    f->keyed ? SR_CHALLENGE_LEN : 0);
+	    SR_CHALLENGE_LEN);
 	sr_formation_auth_init(f, &p->auth, f->a.expected, f->rank);
-	return 1;
+	return PENDING_NEXT;
 }
 
 /* The connector's challenge: answer with a nonce and this rank's proof. */
-static int
+static enum pending_step
 pending_challenge(struct formation *f, struct pending *p)
 {
-	uint8_t *out = p->x.out;
+	struct sr_challenge challenge;
+	struct sr_response response;
+	const char *why;
 
-	if (memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
+	if (sr_challenge_decode(p->x.in, &challenge, &why) != 0) {
 		reject(f, p->address, true, "authentication failed: no challenge "
 		    "after the hello");
-		return 0;
+		return PENDING_DROP;
 	}
-	memcpy(p->auth.nonce_connector, p->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
+	memcpy(p->auth.nonce_connector, challenge.nonce, SR_NONCE_LEN);
 	if (sr_auth_nonce(p->auth.nonce_acceptor) != 0 ||
-	    sr_auth_mac(&p->auth, SR_AUTH_ACCEPTOR,
-		out + SR_MAGIC_LEN + SR_NONCE_LEN) != 0) {
+	    sr_auth_mac(&p->auth, SR_AUTH_ACCEPTOR, response.mac) != 0) {
 		reject(f, p->address, true, "authentication failed: no random "
 		    "bytes or no MAC on this rank");
-		return 0;
+		return PENDING_DROP;
 	}
-	memcpy(out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	memcpy(out + SR_MAGIC_LEN, p->auth.nonce_acceptor, SR_NONCE_LEN);
+	memcpy(response.nonce, p->auth.nonce_acceptor, SR_NONCE_LEN);
+	sr_response_encode(&response, p->x.out);
 	sr_exchange_expect(&p->x, STAGE_PROOF, SR_RESPONSE_LEN, SR_PROOF_LEN);
-	return 1;
+	return PENDING_NEXT;
 }
 
 /* The connector's proof: verify, answer, and only then accept the link
  * (a rank that leaves answers a valid proof with SR_RESULT_NEXT_AUTH). */
-static int
+static enum pending_step
 pending_proof(struct formation *f, struct pending *p)
 {
-	bool valid = memcmp(p->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0 &&
-	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR,
-		p->x.in + SR_MAGIC_LEN);
+	struct sr_proof proof;
+	const char *why;
+	bool valid = sr_proof_decode(p->x.in, &proof, &why) == 0 &&
+	    sr_auth_verify(&p->auth, SR_AUTH_CONNECTOR, proof.mac);
 	uint8_t result[SR_RESULT_LEN];
 	bool sent;
 
 	sr_result_encode(!valid ? SR_RESULT_REJECTED : f->leaving ?
 	    SR_RESULT_NEXT_AUTH : SR_RESULT_ACCEPTED, result);
-	sent = send(p->fd, result, sizeof(result), MSG_NOSIGNAL |
-	    MSG_DONTWAIT) == (ssize_t)sizeof(result);
+	sent = sr_exchange_send_last(p->fd, result, sizeof(result)) == 0;
 	/* A proof means it had this rank's response, and with it the
 	 * means to find this rank's key wrong on its own. */
 	if (p->claims_prev)
@@ -255,80 +275,72 @@ pending_proof(struct formation *f, struct pending *p)
 	if (!valid) {
 		reject(f, p->address, true, "authentication failed: its proof "
 		    "does not match this rank's key (another key?)");
-		return 0;
+		return PENDING_DROP;
 	}
 	if (f->leaving) {
 		reject(f, p->address, true, "told rank %u that this rank leaves: "
 		    "authentication failed on its link to rank %u",
 		    f->a.expected, f->c.peer);
-		return 0;
+		return PENDING_DROP;
 	}
 	if (!sent) {
 		reject(f, p->address, true, "answering its proof failed: %s",
 		    strerror(errno));
-		return 0;
+		return PENDING_DROP;
 	}
-	return 1;
+	return PENDING_TAKE;
 }
 
-/* Moves pending handshake i on; the link is taken once it is complete. */
+/*
+ * Moves pending handshake i on as far as it goes without waiting: a loop
+ * over its exchange's stages, each of which reads the connector's message
+ * and queues the answer, or ends the handshake.  The link is taken once it
+ * is complete.
+ */
 void
 sr_acceptor_progress(struct formation *f, int i)
 {
 	struct acceptor *a = &f->a;
 	struct pending *p = &a->pending[i];
+	enum pending_step step = PENDING_DROP;
 	const char *why = NULL;
-	int rc = sr_exchange_progress(p->fd, &p->x, &why);
+	int rc;
 
-	if (rc == 0)
-		return;
-	if (rc < 0) {
-		/* Closed with this rank's response in hand: it found the key
-		 * wrong itself. */
-		if (p->claims_prev && p->x.stage == STAGE_PROOF)
-			f->told_prev = true;
-		reject(f, p->address, p->x.stage != STAGE_HELLO,
-		    "%s after %zu of %zu bytes of its %s", why, p->x.in_got,
-		    p->x.in_len, stage_name(p));
-		sr_acceptor_drop(a, i);
-		return;
-	}
-	switch (p->x.stage) {
-	case STAGE_HELLO:
-		rc = pending_hello(f, p);
-		break;
-	case STAGE_CHALLENGE:
-		rc = pending_challenge(f, p);
-		break;
-	default:
-		rc = pending_proof(f, p);
-		if (rc == 1) {
-			a->prev_fd = p->fd;
-			p->fd = -1;
+	for (;;) {
+		rc = sr_exchange_progress(p->fd, &p->x, &why);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			/* Closed with this rank's response in hand: it found
+			 * the key wrong itself. */
+			if (p->claims_prev && p->x.stage == STAGE_PROOF)
+				f->told_prev = true;
+			reject(f, p->address, p->x.stage != STAGE_HELLO,
+			    "%s after %zu of %zu bytes of its %s", why,
+			    p->x.in_got, p->x.in_len, stage_name(p));
 			sr_acceptor_drop(a, i);
 			return;
 		}
-		break;
-	}
-	if (rc == 0) {
-		sr_acceptor_drop(a, i);
-		return;
-	}
-	p->since = sr_clock_ns();
-	/* Without a key the verdict ends the exchange once it is sent. */
-	if (p->x.stage == STAGE_CHALLENGE && p->x.in_len == 0) {
-		rc = sr_exchange_progress(p->fd, &p->x, &why);
-		if (rc == 1) {
-			a->prev_fd = p->fd;
-			p->fd = -1;
-		} else {
-			reject(f, p->address, false, "answering its hello failed: "
-			    "%s", rc < 0 ? why : "the socket is full");
+		switch (p->x.stage) {
+		case STAGE_HELLO:
+			step = pending_hello(f, p);
+			break;
+		case STAGE_CHALLENGE:
+			step = pending_challenge(f, p);
+			break;
+		case STAGE_PROOF:
+			step = pending_proof(f, p);
+			break;
 		}
-		sr_acceptor_drop(a, i);
-		return;
+		if (step != PENDING_NEXT)
+			break;
+		p->since = sr_clock_ns();
 	}
-	sr_acceptor_progress(f, i);
+	if (step == PENDING_TAKE) {
+		a->prev_fd = p->fd;
+		p->fd = -1;
+	}
+	sr_acceptor_drop(a, i);
 }
 
 void
@@ -375,6 +387,7 @@ void
 sr_acceptor_expire(struct formation *f, int64_t now)
 {
 	struct acceptor *a = &f->a;
+	char limit[32];
 
 	for (int i = 0; i < a->npending;) {
 		struct pending *p = &a->pending[i];
@@ -383,9 +396,11 @@ sr_acceptor_expire(struct formation *f, int64_t now)
 			i++;
 			continue;
 		}
+		sr_clock_format_ms(HELLO_TIMEOUT_NS / 1000000, limit,
+		    sizeof(limit));
 		reject(f, p->address, p->x.stage != STAGE_HELLO,
-		    "sent %zu of %zu bytes of its %s in 5s", p->x.in_got,
-		    p->x.in_len, stage_name(p));
+		    "sent %zu of %zu bytes of its %s in %s", p->x.in_got,
+		    p->x.in_len, stage_name(p), limit);
 		sr_acceptor_drop(a, i);
 	}
 }

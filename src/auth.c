@@ -7,8 +7,8 @@
  * MAC defeat rewriting them or downgrading to no authentication.
  *
  * Authentication is not encryption: traffic stays readable on the wire.
- * Built without libcrypto, sr_auth_available() is false and a key is a
- * configuration error.
+ * Built without libcrypto, sr_auth_available() (and the public
+ * sr_auth_built_in()) is false and a key is a configuration error.
  */
 #include <errno.h>
 #include <string.h>
@@ -35,6 +35,12 @@ sr_auth_available(void)
 #else
 	return false;
 #endif
+}
+
+int
+sr_auth_built_in(void)
+{
+	return sr_auth_available();
 }
 
 int

@@ -28,8 +28,8 @@
 #define LEAVE_NS (2LL * 1000000000)
 
 void
-sr_exchange_expect(struct exchange *x, int stage, size_t out_len,
-    size_t in_len)
+sr_exchange_expect(struct exchange *x, enum exchange_stage stage,
+    size_t out_len, size_t in_len)
 {
 	x->stage = stage;
 	x->out_len = out_len;
@@ -41,35 +41,24 @@ sr_exchange_expect(struct exchange *x, int stage, size_t out_len,
 int
 sr_exchange_progress(int fd, struct exchange *x, const char **why)
 {
-	ssize_t n;
+	int rc = sr_io_flush(fd, x->out, x->out_len, &x->out_done);
 
-	while (x->out_done < x->out_len) {
-		n = send(fd, x->out + x->out_done, x->out_len - x->out_done,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n < 0) {
-			*why = strerror(errno);
-			return -1;
-		}
-		x->out_done += (size_t)n;
-	}
-	while (x->in_got < x->in_len) {
-		n = recv(fd, x->in + x->in_got, x->in_len - x->in_got,
-		    MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0) {
-			*why = n == 0 ? "the connection closed" : strerror(errno);
-			return -1;
-		}
-		x->in_got += (size_t)n;
-	}
-	return 1;
+	if (rc == 0)
+		rc = sr_io_fill(fd, x->in, x->in_len, &x->in_got);
+	if (rc == 0)
+		return 1;
+	if (rc == SR_IO_AGAIN)
+		return 0;
+	*why = rc == SR_IO_EOF ? "the connection closed" : strerror(errno);
+	return -1;
+}
+
+int
+sr_exchange_send_last(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	return sr_io_flush(fd, buf, len, &done);
 }
 
 void
@@ -128,6 +117,7 @@ static int
 connector_verdict(struct formation *f, struct sr_error *err)
 {
 	struct connector *c = &f->c;
+	struct sr_challenge challenge;
 	enum sr_verdict verdict;
 	uint32_t acceptor;
 
@@ -143,10 +133,11 @@ connector_verdict(struct formation *f, struct sr_error *err)
 		    verdict == SR_VERDICT_NEXT_AUTH;
 		char sent[48] = "";
 
-		/* c->x.out still holds the hello; offset 20 is its flags. */
+		/* c->x.out still holds the hello. */
 		if (verdict == SR_VERDICT_UNKNOWN_FLAGS)
 			snprintf(sent, sizeof(sent), " (this rank sent flags "
-			    "0x%x)", sr_get_u32le(c->x.out + 20));
+			    "0x%x)",
+			    sr_get_u32le(c->x.out + SR_HELLO_OFF_FLAGS));
 		sr_err_set(err, auth ? SR_EAUTH : SR_EREJECTED,
 		    SR_PHASE_HANDSHAKE, "rank %u at %s rejected this rank: %s%s",
 		    c->peer, c->address, sr_verdict_reason(verdict), sent);
@@ -169,8 +160,8 @@ connector_verdict(struct formation *f, struct sr_error *err)
 		    "no random bytes for the challenge: %s", strerror(errno));
 		return -1;
 	}
-	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	memcpy(c->x.out + SR_MAGIC_LEN, c->auth.nonce_connector, SR_NONCE_LEN);
+	memcpy(challenge.nonce, c->auth.nonce_connector, SR_NONCE_LEN);
+	sr_challenge_encode(&challenge, c->x.out);
 	sr_exchange_expect(&c->x, STAGE_CHALLENGE, SR_CHALLENGE_LEN,
 	    SR_RESPONSE_LEN);
 	return 0;
@@ -190,26 +181,28 @@ static int
 connector_response(struct formation *f, struct sr_error *err)
 {
 	struct connector *c = &f->c;
-	uint8_t mac[SR_MAC_LEN];
+	struct sr_response response;
+	struct sr_proof proof;
+	char what[96];
+	const char *why;
 	bool valid;
 
-	if (memcmp(c->x.in, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
-		return auth_failed(err, c->peer, c->address,
-		    "its answer to the challenge is not an authentication "
-		    "message");
-	memcpy(c->auth.nonce_acceptor, c->x.in + SR_MAGIC_LEN, SR_NONCE_LEN);
-	valid = sr_auth_verify(&c->auth, SR_AUTH_ACCEPTOR,
-	    c->x.in + SR_MAGIC_LEN + SR_NONCE_LEN);
-	if (sr_auth_mac(&c->auth, SR_AUTH_CONNECTOR, mac) != 0)
+	if (sr_response_decode(c->x.in, &response, &why) != 0) {
+		snprintf(what, sizeof(what), "its answer to the challenge is %s",
+		    why);
+		return auth_failed(err, c->peer, c->address, what);
+	}
+	memcpy(c->auth.nonce_acceptor, response.nonce, SR_NONCE_LEN);
+	valid = sr_auth_verify(&c->auth, SR_AUTH_ACCEPTOR, response.mac);
+	if (sr_auth_mac(&c->auth, SR_AUTH_CONNECTOR, proof.mac) != 0)
 		return auth_failed(err, c->peer, c->address,
 		    "computing the MAC failed");
-	memcpy(c->x.out, SR_AUTH_MAGIC, SR_MAGIC_LEN);
-	memcpy(c->x.out + SR_MAGIC_LEN, mac, SR_MAC_LEN);
+	sr_proof_encode(&proof, c->x.out);
 	sr_exchange_expect(&c->x, STAGE_PROOF, SR_PROOF_LEN, SR_RESULT_LEN);
 	if (!valid) {
 		/* Send the proof anyway (it reveals nothing), so the peer can
 		 * say "wrong key" too rather than "closed". */
-		send(c->fd, c->x.out, SR_PROOF_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)sr_exchange_send_last(c->fd, c->x.out, SR_PROOF_LEN);
 		return auth_failed(err, c->peer, c->address,
 		    "its proof does not match this rank's key (another key?)");
 	}
@@ -237,78 +230,106 @@ connector_result(struct formation *f, struct sr_error *err)
 	return 0;
 }
 
-/* Returns -1 (err filled) on a failure no retry can mend. */
+/* The connection attempt ended: true once connected, else it is retried
+ * (false). */
+static bool
+connector_connected(struct formation *f)
+{
+	struct connector *c = &f->c;
+	socklen_t len = sizeof(int);
+	int soerr = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
+		soerr = errno;
+	if (soerr != 0) {
+		connector_retry(f, strerror(soerr));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Moves the exchange on and reads the acceptor's message once it is
+ * complete: 1 when the next message is queued (or the link formed), 0 to
+ * poll again (a retry is then scheduled if the connection failed), -1
+ * (err filled) on a failure no retry can mend.
+ */
+static int
+connector_talk(struct formation *f, struct sr_error *err)
+{
+	struct connector *c = &f->c;
+	const char *why = NULL;
+	int rc = sr_exchange_progress(c->fd, &c->x, &why);
+
+	if (rc == 0)
+		return 0;
+	if (rc < 0 && c->x.stage == STAGE_HELLO) {
+		/*
+		 * Closed before any verdict: the acceptor was busy with
+		 * strays or restarting.  Try again; a verdict, once given, is
+		 * final.
+		 */
+		connector_retry(f, strcmp(why, "the connection closed") ? why :
+		    "the connection closed before the handshake answer");
+		return 0;
+	}
+	if (rc < 0) {
+		/* Closed before its verdict on this rank's proof: the acceptor
+		 * dropped the link (a flood of strays, or it restarted).  A
+		 * rejection would have come as one. */
+		connector_retry(f, why);
+		return 0;
+	}
+	switch (c->x.stage) {
+	case STAGE_HELLO:
+		rc = connector_verdict(f, err);
+		break;
+	case STAGE_CHALLENGE:
+		rc = connector_response(f, err);
+		break;
+	case STAGE_PROOF:
+		rc = connector_result(f, err);
+		break;
+	}
+	return rc == 0 ? 1 : -1;
+}
+
+/*
+ * Moves the connector on as far as it goes without waiting: a loop over
+ * its states, each of which advances or returns to poll.  Returns -1
+ * (err filled) on a failure no retry can mend.
+ */
 static int
 connector_progress(struct formation *f, short revents, struct sr_error *err)
 {
 	struct connector *c = &f->c;
-	socklen_t len = sizeof(int);
-	const char *why = NULL;
-	int soerr = 0, rc;
+	int rc;
 
-	switch (c->state) {
-	case CONNECT_BACKOFF:
-		if (sr_clock_ns() >= c->retry_at)
-			connector_start(f);
-		return 0;
-	case CONNECT_IN_PROGRESS:
-		if (revents == 0)
+	for (;;) {
+		switch (c->state) {
+		case CONNECT_BACKOFF:
+			/* A fresh connection is polled before it talks. */
+			if (sr_clock_ns() >= c->retry_at)
+				connector_start(f);
 			return 0;
-		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
-			soerr = errno;
-		if (soerr != 0) {
-			connector_retry(f, strerror(soerr));
-			return 0;
-		}
-		c->state = CONNECT_TALK;
-		return connector_progress(f, revents, err);
-	case CONNECT_TALK:
-		rc = sr_exchange_progress(c->fd, &c->x, &why);
-		if (rc == 0)
-			return 0;
-		if (rc < 0 && c->x.stage == STAGE_HELLO) {
-			/*
-			 * Closed before any verdict: the acceptor was busy
-			 * with strays or restarting.  Try again; a verdict,
-			 * once given, is final.
-			 */
-			connector_retry(f, strcmp(why, "the connection closed") ?
-			    why : "the connection closed before the handshake "
-			    "answer");
+		case CONNECT_IN_PROGRESS:
+			if (revents == 0 || !connector_connected(f))
+				return 0;
+			c->state = CONNECT_TALK;
+			break;
+		case CONNECT_TALK:
+			if ((rc = connector_talk(f, err)) <= 0)
+				return rc;
+			break;
+		case CONNECT_DONE:
+		case CONNECT_FAILED:
 			return 0;
 		}
-		if (rc < 0) {
-			/* Closed before its verdict on this rank's proof: the
-			 * acceptor dropped the link (a flood of strays, or it
-			 * restarted).  A rejection would have come as one. */
-			connector_retry(f, why);
-			return 0;
-		}
-		if (c->x.stage == STAGE_HELLO)
-			rc = connector_verdict(f, err);
-		else if (c->x.stage == STAGE_CHALLENGE)
-			rc = connector_response(f, err);
-		else
-			rc = connector_result(f, err);
-		if (rc != 0 || c->state == CONNECT_DONE)
-			return rc;
-		return connector_progress(f, 0, err);
-	case CONNECT_DONE:
-	case CONNECT_FAILED:
-		return 0;
 	}
-	return 0;
 }
 
 /* ---------------------------------------------------------- the poll loop */
 
-/*
- * The link to the next rank formed, the previous rank is not in yet.  The
- * next rank never closes that link before the whole ring has formed
- * unless it failed (its authentication with its own next rank, say): then
- * this rank fails at once too, not at the timeout.  Early bytes on it
- * (the next rank formed and speaks first) stay for the engine.
- */
 /*
  * The next rank sent something before this rank's ring formed: its first
  * collective's frame (the watch ends), or the abort it sends when its
@@ -323,12 +344,12 @@ early_frame(struct formation *f, struct sr_error *err)
 	struct sr_frame frame;
 	struct sr_abort abort;
 	char rejected[480];
-	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n = sr_io_peek(c->fd, buf, sizeof(buf));
 
 	if (n < SR_FRAME_HEADER_LEN) {
 		/* A header still in flight: only an abort's first bytes
 		 * would be this short, and poll says when the rest comes. */
-		return n > 0 && buf[0] == SR_FRAME_ABORT ? 1 : 0;
+		return n > 0 && buf[SR_FRAME_OFF_KIND] == SR_FRAME_ABORT;
 	}
 	sr_frame_decode(buf, &frame);
 	/* A formed ring's abort (step 0) is read by the first collective,
@@ -350,13 +371,20 @@ early_frame(struct formation *f, struct sr_error *err)
 	return -1;
 }
 
+/*
+ * The link to the next rank formed, the previous rank is not in yet.  The
+ * next rank never closes that link before the whole ring has formed
+ * unless it failed (its authentication with its own next rank, say): then
+ * this rank fails at once too, not at the timeout.  Early bytes on it
+ * (the next rank formed and speaks first) stay for the engine.
+ */
 static int
 connector_watch(struct formation *f, struct sr_error *err)
 {
 	struct connector *c = &f->c;
 	char rejected[480];
 	uint8_t byte;
-	ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n = sr_io_peek(c->fd, &byte, 1);
 
 	if (n > 0) {
 		int rc = early_frame(f, err);
@@ -367,7 +395,7 @@ connector_watch(struct formation *f, struct sr_error *err)
 			c->watch = false;
 		return 0;
 	}
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n == SR_IO_AGAIN)
 		return 0;
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure is likely this one's too: a link of this rank failed
@@ -376,7 +404,7 @@ connector_watch(struct formation *f, struct sr_error *err)
 	    SR_EHANDSHAKE, SR_PHASE_HANDSHAKE, "rank %u at %s %s before the "
 	    "ring formed (it failed to form its other link) while this rank "
 	    "waited for rank %u to connect%s", c->peer, c->address,
-	    n == 0 ? "closed its link" : strerror(errno), f->a.expected,
+	    n == SR_IO_EOF ? "closed its link" : strerror(errno), f->a.expected,
 	    rejected);
 	return -1;
 }
@@ -598,8 +626,8 @@ formation_abort(struct formation *f, const struct sr_error *err)
 	for (int i = 0; i < 2; i++) {
 		if (fds[i] < 0)
 			continue;
-		(void)send(fds[i], out, SR_FRAME_HEADER_LEN + frame.length,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)sr_exchange_send_last(fds[i], out,
+		    SR_FRAME_HEADER_LEN + frame.length);
 		shutdown(fds[i], SHUT_WR);
 	}
 }
@@ -685,10 +713,4 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	*next_fd = f.c.fd;
 	*prev_fd = f.a.prev_fd;
 	return 0;
-}
-
-int
-sr_auth_built_in(void)
-{
-	return sr_auth_available();
 }

@@ -21,13 +21,20 @@
 #define PENDING_MAX 16
 #define MESSAGE_MAX SR_RESPONSE_LEN
 
+/*
+ * Exchange stages, on both sides: the message the acceptor waits for (the
+ * connector's hello, challenge, proof), so the one the connector sent
+ * last.  Each side's progress function is a loop over these.
+ */
+enum exchange_stage { STAGE_HELLO, STAGE_CHALLENGE, STAGE_PROOF };
+
 /* One message to send, then one to receive, on a socket. */
 struct exchange {
 	uint8_t out[MESSAGE_MAX];
 	size_t out_len, out_done;
 	uint8_t in[MESSAGE_MAX];
 	size_t in_len, in_got;
-	int stage;
+	enum exchange_stage stage;
 };
 
 enum connector_state {
@@ -37,9 +44,6 @@ enum connector_state {
 	CONNECT_DONE,
 	CONNECT_FAILED	/* this rank leaves; see form_leave */
 };
-
-/* Exchange stages, on both sides. */
-enum { STAGE_HELLO, STAGE_CHALLENGE, STAGE_PROOF };
 
 struct connector {
 	enum connector_state state;
@@ -119,14 +123,20 @@ sr_exchange_events(const struct exchange *x)
 }
 
 /* Queues out_len bytes of x->out to send, then in_len to receive. */
-void sr_exchange_expect(struct exchange *x, int stage, size_t out_len,
-    size_t in_len);
+void sr_exchange_expect(struct exchange *x, enum exchange_stage stage,
+    size_t out_len, size_t in_len);
 /*
  * Moves an exchange on: sends what is queued, then reads what is expected.
  * 1 when the expected message is complete, 0 to poll again, -1 on a socket
- * error or EOF (why says which).
+ * error or EOF (why: strerror, or "the connection closed").
  */
 int sr_exchange_progress(int fd, struct exchange *x, const char **why);
+/*
+ * Sends a short message that ends an exchange, now or never: nothing
+ * waits for the rest (a fresh link's send buffer has room).  0 when all
+ * of it went, else SR_IO_AGAIN or SR_IO_ERROR (errno says why).
+ */
+int sr_exchange_send_last(int fd, const void *buf, size_t len);
 /* The MAC inputs of a link from rank connector to rank acceptor. */
 void sr_formation_auth_init(struct formation *f, struct sr_auth *a,
     uint32_t connector, uint32_t acceptor);
