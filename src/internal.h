@@ -22,16 +22,13 @@
 
 /* ------------------------------------------------------------------ error */
 
-/* Sets code, phase and message; keeps rank, peer and address. */
-void sr_err_set(struct sr_error *err, enum sr_code code, enum sr_phase phase,
-    const char *fmt, ...) SR_PRINTF(4, 5);
+/* The core's name for sr_error_set (silvic_ring.h). */
+#define sr_err_set sr_error_set
 /* Names the peer of an error that has none yet. */
 void sr_err_peer(struct sr_error *err, int64_t peer, const char *address);
 
 /* ------------------------------------------------------------------ clock */
 
-/* Monotonic time in nanoseconds. */
-int64_t sr_clock_ns(void);
 /* Milliseconds left until deadline_ns, clamped to [0, INT32_MAX]. */
 int sr_clock_left_ms(int64_t deadline_ns);
 /* "30s", "1.5s", "250ms": a duration for messages. */
@@ -362,8 +359,6 @@ void sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
 #define SR_RESPONSE_LEN (SR_MAGIC_LEN + SR_NONCE_LEN + SR_MAC_LEN)
 #define SR_PROOF_LEN (SR_MAGIC_LEN + SR_MAC_LEN)
 #define SR_RESULT_LEN (SR_MAGIC_LEN + 4)
-/* The shortest key accepted. */
-#define SR_KEY_MIN 16
 
 enum sr_auth_role { SR_AUTH_CONNECTOR = 0, SR_AUTH_ACCEPTOR = 1 };
 
