@@ -481,7 +481,7 @@ progress(struct sweep *s, const struct row *row, const char *what,
 
 	if (s->rank != 0)
 		return;
-	now = cli_now_ns();
+	now = sr_clock_ns();
 	if (now - s->last_line_ns < s->progress_ns)
 		return;
 	s->last_line_ns = now;
@@ -503,10 +503,10 @@ timed(struct sweep *s, const struct row *row, enum bench_place place,
 
 	if (sr_barrier(s->ring, &s->err) != 0)
 		return -1;
-	t0 = cli_now_ns();
+	t0 = sr_clock_ns();
 	if (collective(s, row, place) != 0)
 		return -1;
-	*ns = (uint64_t)(cli_now_ns() - t0);
+	*ns = (uint64_t)(sr_clock_ns() - t0);
 	return 0;
 }
 
@@ -562,11 +562,9 @@ warm_up(struct sweep *s, struct row *row)
 	row->iters = bench_get_u64le(word);
 	if (row->iters == 0 || row->iters > s->iters_max) {
 		sr_error_clear(&s->err);
-		s->err.code = SR_EOUT_OF_STEP;
-		s->err.phase = SR_PHASE_COLLECTIVE;
 		s->err.rank = s->rank;
-		snprintf(s->err.message, sizeof(s->err.message), "rank 0 "
-		    "asked for %llu iterations (at most %llu)",
+		sr_error_set(&s->err, SR_EOUT_OF_STEP, SR_PHASE_COLLECTIVE,
+		    "rank 0 asked for %llu iterations (at most %llu)",
 		    (unsigned long long)row->iters,
 		    (unsigned long long)s->iters_max);
 		sr_ring_abort(s->ring, &s->err);
@@ -736,7 +734,7 @@ record(struct sweep *s, const struct row *row)
 		    "results: %s", strerror(errno));
 		return -1;
 	}
-	s->last_line_ns = cli_now_ns();
+	s->last_line_ns = sr_clock_ns();
 	return 0;
 }
 
@@ -749,7 +747,7 @@ run_row(struct sweep *s, struct row *row)
 	cli_debug("%s %s %s %llu B", bench_coll_name(row->coll),
 	    sr_dtype_name(row->dtype), row_op(row),
 	    (unsigned long long)row->bytes);
-	s->row_start_ns = cli_now_ns();
+	s->row_start_ns = sr_clock_ns();
 	fill_inputs(s, row, BENCH_OUT_OF_PLACE);
 	if (warm_up(s, row) != 0 || measure(s, row, BENCH_OUT_OF_PLACE) != 0 ||
 	    check(s, row, BENCH_OUT_OF_PLACE) != 0)
@@ -768,10 +766,8 @@ run_row(struct sweep *s, struct row *row)
 	if (record(s, row) != 0) {
 		/* Only this rank knows: tell the others why it stops. */
 		sr_error_clear(&s->err);
-		s->err.code = SR_ENOMEM;
-		s->err.phase = SR_PHASE_COLLECTIVE;
 		s->err.rank = s->rank;
-		snprintf(s->err.message, sizeof(s->err.message), "%s",
+		sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "%s",
 		    s->record_why);
 		sr_ring_abort(s->ring, &s->err);
 		return -1;
@@ -1154,7 +1150,7 @@ cmd_bench(int argc, char **argv)
 	s.rank = sr_ring_rank(s.ring);
 	s.world = sr_ring_world(s.ring);
 	s.progress_ns = progress_interval();
-	s.last_line_ns = cli_now_ns();
+	s.last_line_ns = sr_clock_ns();
 	if (o.corrupt && o.corrupt_rank >= s.world)
 		rc = cli_usage_error("bench: --corrupt rank %u is out of range "
 		    "for a world of %u", o.corrupt_rank, s.world);

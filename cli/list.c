@@ -4,7 +4,6 @@
  * Pure: text in, list or message out.  Duplicates, unparsable lines and
  * absurd sizes are errors, never guesses.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +38,16 @@ peer_list_add(struct peer_list *list, const char *address)
 	return 0;
 }
 
-/* Checks host:port or [v6]:port with a port of 1-65535. */
+/*
+ * Checks host:port or [v6]:port (sr_address_split's form) with a port of
+ * 1-65535, spelt one way only, and in words of its own.
+ */
 static int
 check_address(const char *a, char *why, size_t why_size)
 {
-	const char *colon, *end;
-	unsigned long port;
-	char *stop;
+	enum sr_address_fault fault;
+	const char *port;
+	uint16_t number = 0;
 
 	for (const char *q = a; *q; q++)
 		if ((unsigned char)*q < 0x20 || *q == 0x7f) {
@@ -53,35 +55,25 @@ check_address(const char *a, char *why, size_t why_size)
 			    "character 0x%02x", (unsigned char)*q);
 			return -1;
 		}
-	if (a[0] == '[') {
-		end = strchr(a, ']');
-		if (end == NULL || end == a + 1 || end[1] != ':') {
-			snprintf(why, why_size, "'%s' is not [ipv6]:port", a);
-			return -1;
-		}
-		colon = end + 1;
-	} else {
-		colon = strrchr(a, ':');
-		if (colon == NULL || colon == a) {
-			snprintf(why, why_size, "'%s' is not host:port", a);
-			return -1;
-		}
-		if (memchr(a, ':', (size_t)(colon - a)) != NULL) {
-			snprintf(why, why_size,
-			    "'%s' is ambiguous; write IPv6 as [ip]:port", a);
-			return -1;
-		}
+	fault = sr_address_split(a, NULL, 0, &number, NULL, 0);
+	if (fault == SR_ADDRESS_AMBIGUOUS) {
+		snprintf(why, why_size,
+		    "'%s' is ambiguous; write IPv6 as [ip]:port", a);
+		return -1;
 	}
-	errno = 0;
-	port = strtoul(colon + 1, &stop, 10);
+	if (fault != SR_ADDRESS_OK && fault != SR_ADDRESS_PORT) {
+		snprintf(why, why_size, a[0] == '[' ? "'%s' is not [ipv6]:port" :
+		    "'%s' is not host:port", a);
+		return -1;
+	}
+	port = a[0] == '[' ? strchr(a, ']') + 2 : strrchr(a, ':') + 1;
 	/* No leading zero: "5000" and "05000" must not be two addresses. */
-	if (colon[1] == '0' && colon[2] != '\0') {
+	if (port[0] == '0' && port[1] != '\0') {
 		snprintf(why, why_size, "'%s': write the port without a "
 		    "leading zero", a);
 		return -1;
 	}
-	if (colon[1] < '1' || colon[1] > '9' || *stop != '\0' || errno != 0 ||
-	    port == 0 || port > 65535) {
+	if (fault == SR_ADDRESS_PORT || number == 0) {
 		snprintf(why, why_size, "'%s' has no port from 1 to 65535", a);
 		return -1;
 	}

@@ -161,25 +161,21 @@ struct serve_options {
 static int
 split_listen(struct serve_options *o)
 {
-	const char *spec = o->listen, *colon = strrchr(spec, ':');
-	size_t hl = colon != NULL ? (size_t)(colon - spec) : 0;
-	uint64_t port;
+	const char *spec = o->listen;
+	uint16_t port;
 
-	if (colon == NULL || hl == 0 || hl >= sizeof(o->host) ||
-	    (spec[0] == '[') != (spec[hl - 1] == ']') ||
-	    (spec[0] == '[' && hl < 3))
+	switch (sr_address_split(spec, o->host, sizeof(o->host), &port, NULL,
+	    0)) {
+	case SR_ADDRESS_OK:
+		snprintf(o->port, sizeof(o->port), "%u", (unsigned)port);
+		return 0;
+	case SR_ADDRESS_PORT:
+		return cli_usage_error("serve: --listen '%s': '%s' is not a "
+		    "port (0-65535)", spec, strrchr(spec, ':') + 1);
+	default:
 		return cli_usage_error("serve: --listen '%s' is not HOST:PORT",
 		    spec);
-	if (cli_parse_uint(colon + 1, 0, 65535, &port) != 0)
-		return cli_usage_error("serve: --listen '%s': '%s' is not a "
-		    "port (0-65535)", spec, colon + 1);
-	if (spec[0] == '[')
-		snprintf(o->host, sizeof(o->host), "%.*s", (int)hl - 2,
-		    spec + 1);
-	else
-		snprintf(o->host, sizeof(o->host), "%.*s", (int)hl, spec);
-	snprintf(o->port, sizeof(o->port), "%u", (unsigned)port);
-	return 0;
+	}
 }
 
 static int
@@ -588,7 +584,7 @@ drop_hung_up(struct server *s, const char *name)
 		jobs_unwait(s->jobs, which[i]);
 		dropped++;
 		if (rq->address[0] != '\0' && jobs_unregister(s->jobs,
-		    rq->w.job, rq->address, cli_now_ns(), &rank, why,
+		    rq->w.job, rq->address, sr_clock_ns(), &rank, why,
 		    sizeof(why)) == JOBS_OK) {
 			s->lapsed++;
 			cli_status("job %s: rank %lld (%s) lapsed: it closed "
@@ -643,7 +639,7 @@ answer_get(struct server *s, struct request *rq)
 	size_t len;
 	mhd_result rc;
 	bool will_wait;
-	int64_t now = cli_now_ns();
+	int64_t now = sr_clock_ns();
 
 	pthread_mutex_lock(&s->lock);
 	if (rq->at_stop) {
@@ -723,10 +719,10 @@ answer_post(struct server *s, struct request *rq)
 	pthread_mutex_lock(&s->lock);
 	/* The last rank in: first drop the ranks whose client went away,
 	 * so that no list goes out with a dead address. */
-	if ((j = jobs_find(s->jobs, rq->w.job, cli_now_ns())) != NULL &&
+	if ((j = jobs_find(s->jobs, rq->w.job, sr_clock_ns())) != NULL &&
 	    job_list(j, &len) == NULL && job_present(j) + 1 >= job_world(j))
 		drop_hung_up(s, rq->w.job);
-	res = jobs_register(s->jobs, rq->w.job, &reg, cli_now_ns(), &rank,
+	res = jobs_register(s->jobs, rq->w.job, &reg, sr_clock_ns(), &rank,
 	    &world, &completed, why, sizeof(why));
 	if (completed)
 		jobs_take_waiters(s->jobs, rq->w.job, 0, resume, s);
@@ -761,7 +757,7 @@ answer_delete(struct server *s, struct request *rq)
 		return reply(rq->conn, MHD_HTTP_BAD_REQUEST, "a DELETE body is "
 		    "address=HOST:PORT alone, without world or rank");
 	pthread_mutex_lock(&s->lock);
-	res = jobs_unregister(s->jobs, rq->w.job, reg.address, cli_now_ns(),
+	res = jobs_unregister(s->jobs, rq->w.job, reg.address, sr_clock_ns(),
 	    &rank, why, sizeof(why));
 	/* The rank at that address, if it still waits, hears 410 now. */
 	if (res == JOBS_OK)
@@ -943,13 +939,15 @@ read_secret(struct server *s, const char *path)
 		char token[65];
 
 		k = cli_key_length((const uint8_t *)buf, n);	/* as ranks do */
-		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
+		if (k >= SR_KEY_MIN && sr_key_token((const uint8_t *)buf, k,
+		    token) == 0)
 			snprintf(s->derived[0], sizeof(s->derived[0]),
 			    "Bearer %s", token);
 		k = n;
 		while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
 			k--;
-		if (k >= 16 && sr_key_token((const uint8_t *)buf, k, token) == 0)
+		if (k >= SR_KEY_MIN && sr_key_token((const uint8_t *)buf, k,
+		    token) == 0)
 			snprintf(s->derived[1], sizeof(s->derived[1]),
 			    "Bearer %s", token);
 		explicit_bzero(token, sizeof(token));
@@ -1130,7 +1128,7 @@ run_until_signal(struct server *s, const struct serve_options *o)
 	while (!cli_interrupted) {
 		poll(NULL, 0, TICK_MS);
 		pthread_mutex_lock(&s->lock);
-		now = cli_now_ns();
+		now = sr_clock_ns();
 		jobs_take_waiters(s->jobs, NULL, now, resume, s);
 		if (++ticks % CHECK_TICKS == 0) {
 			drop_hung_up(s, NULL);
@@ -1157,8 +1155,9 @@ print_token(const struct server *s, const char *path)
 {
 	if (s->derived[0][0] == '\0') {
 		cli_error("serve: --token-file '%s' is not a key (a key holds "
-		    "at least 16 bytes): its text is the bearer secret "
-		    "itself, and --print-token does not print secrets", path);
+		    "at least %d bytes): its text is the bearer secret "
+		    "itself, and --print-token does not print secrets", path,
+		    SR_KEY_MIN);
 		return EXIT_USAGE;
 	}
 	if (printf("%s\n", s->derived[0] + 7) < 0 || fflush(stdout) != 0) {
