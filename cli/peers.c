@@ -288,9 +288,10 @@ no_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	return 0;
 }
 
-static void
-no_done(struct rendezvous *r)
+static int
+no_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
+	return 0;
 }
 
 static void
@@ -298,8 +299,14 @@ no_close(struct rendezvous *r)
 {
 }
 
-const struct rendezvous_backend rendezvous_file = { "file", file_preload,
-	no_publish, file_wait, no_done, no_close };
+const struct rendezvous_backend rendezvous_file = {
+	.name = "file",
+	.preload = file_preload,
+	.publish = no_publish,
+	.wait = file_wait,
+	.done = no_done,
+	.close = no_close
+};
 
 /* ------------------------------------------------------------------ env */
 
@@ -330,8 +337,14 @@ env_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return env_preload(r, world, list, err) > 0 ? 0 : -1;
 }
 
-const struct rendezvous_backend rendezvous_env = { "env", env_preload,
-	no_publish, env_wait, no_done, no_close };
+const struct rendezvous_backend rendezvous_env = {
+	.name = "env",
+	.preload = env_preload,
+	.publish = no_publish,
+	.wait = env_wait,
+	.done = no_done,
+	.close = no_close
+};
 
 /* ------------------------------------------------------------------ dir */
 
@@ -669,15 +682,19 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return rc;
 }
 
-static void
-dir_done(struct rendezvous *r)
+/* A rank's file goes once every rank has read it: after a barrier. */
+static int
+dir_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
 	struct dir_state *st = r->state;
 
+	if (sr_barrier(ring, err) != 0)
+		return -1;
 	if (st != NULL && st->mine[0] != '\0')
 		unlink(st->mine);
 	if (st != NULL)
 		st->done = true;
+	return 0;
 }
 
 /* A rank that fails takes its file with it, or a rerun of the job would
@@ -693,8 +710,15 @@ dir_close(struct rendezvous *r)
 	r->state = NULL;
 }
 
-const struct rendezvous_backend rendezvous_dir = { "dir", dir_preload,
-	dir_publish, dir_wait, dir_done, dir_close };
+const struct rendezvous_backend rendezvous_dir = {
+	.name = "dir",
+	.waits_for_ranks = true,
+	.preload = dir_preload,
+	.publish = dir_publish,
+	.wait = dir_wait,
+	.done = dir_done,
+	.close = dir_close
+};
 
 /* ------------------------------------------------------------- launcher */
 
@@ -791,8 +815,18 @@ launch_close(struct rendezvous *r)
 	close(launch_fd(r));
 }
 
-const struct rendezvous_backend rendezvous_launch = { "launch",
-	launch_preload, launch_publish, launch_wait, no_done, launch_close };
+const struct rendezvous_backend rendezvous_launch = {
+	.name = "launch",
+	.plan_source = "exchanged by the launcher",
+	.dry_run_exchanges = true,
+	.waits_for_ranks = true,
+	.started_ranks = true,
+	.preload = launch_preload,
+	.publish = launch_publish,
+	.wait = launch_wait,
+	.done = no_done,
+	.close = launch_close
+};
 
 /* ------------------------------------------------------------ choosing */
 

@@ -65,13 +65,16 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return missing(err);
 }
 
-static void
-http_nothing(struct rendezvous *r)
+static int
+http_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
+	return 0;
 }
 
-const struct rendezvous_backend rendezvous_http = { "http", http_preload,
-	http_publish, http_wait, http_nothing, http_nothing };
+static void
+http_close(struct rendezvous *r)
+{
+}
 
 #else
 
@@ -807,13 +810,14 @@ withdraw(struct rendezvous *r, struct http *h)
 		    text[0] ? text : "(no text)");
 }
 
-static void
-http_done(struct rendezvous *r)
+static int
+http_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
 	struct http *h = r->state;
 
 	if (h != NULL)
 		h->done = true;
+	return 0;
 }
 
 static void
@@ -831,7 +835,14 @@ http_close(struct rendezvous *r)
 	r->state = NULL;
 }
 
-const struct rendezvous_backend rendezvous_http = { "http", http_preload,
-	http_publish, http_wait, http_done, http_close };
-
 #endif
+
+const struct rendezvous_backend rendezvous_http = {
+	.name = "http",
+	.waits_for_ranks = true,
+	.preload = http_preload,
+	.publish = http_publish,
+	.wait = http_wait,
+	.done = http_done,
+	.close = http_close
+};

@@ -481,7 +481,7 @@ publish(struct setup *s)
 	}
 	/* A dry run takes no place in a shared rendezvous. */
 	if (s->rdv.backend == NULL || (s->opts->dry_run &&
-	    s->rdv.backend != &rendezvous_launch))
+	    !s->rdv.backend->dry_run_exchanges))
 		return 0;
 	if (s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
 		&s->err) != 0)
@@ -585,8 +585,8 @@ print_plan(struct setup *s)
 	}
 	fprintf(o, "rank %llu of %llu (%s)\n", (unsigned long long)r,
 	    (unsigned long long)n, s->rank_source);
-	fprintf(o, "address list: %s (%s)\n", s->rdv.backend ==
-	    &rendezvous_launch ? "exchanged by the launcher" :
+	fprintf(o, "address list: %s (%s)\n", s->rdv.backend != NULL &&
+	    s->rdv.backend->plan_source != NULL ? s->rdv.backend->plan_source :
 	    s->rdv.source ? s->rdv.source : "none",
 	    s->rdv.origin ? s->rdv.origin : "a world of one");
 	fprintf(o, "listening on: %s\n", s->list.addr[r]);
@@ -724,7 +724,7 @@ did_you_start(struct setup *s, uint64_t world, bool listed)
 	unsigned long long w = (unsigned long long)world;
 
 	if (s->err.code != SR_ETIMEOUT || world < 2 ||
-	    s->rdv.backend == &rendezvous_launch)
+	    (s->rdv.backend != NULL && s->rdv.backend->started_ranks))
 		return;
 	if (listed)
 		snprintf(s->err.message + n, left, "; the address list%s%s%s "
@@ -780,9 +780,9 @@ obtain_list(struct setup *s)
 	s->rdv.keyed = s->key_len > 0;
 	if (s->bearer[0] != '\0')
 		s->rdv.bearer = s->bearer;
-	/* A dry run looks once and waits for nothing (but the local
-	 * launcher's exchange, which shares nothing with other jobs). */
-	if (s->opts->dry_run && s->rdv.backend != &rendezvous_launch) {
+	/* A dry run looks once and waits for nothing, but on an exchange
+	 * of this job's alone (the launcher's). */
+	if (s->opts->dry_run && !s->rdv.backend->dry_run_exchanges) {
 		s->rdv.timeout = 0;
 		s->deadline = sr_clock_ns();
 	}
@@ -808,7 +808,7 @@ obtain_list(struct setup *s)
 		return -1;
 	if (s->rdv.backend->wait(&s->rdv, s->world, s->deadline, &s->list,
 		&s->err) != 0) {
-		if (s->rdv.backend != &rendezvous_file && s->world > 0)
+		if (s->rdv.backend->waits_for_ranks && s->world > 0)
 			did_you_start(s, (uint64_t)s->world, false);
 		return -1;
 	}
@@ -856,16 +856,13 @@ form(struct setup *s, struct sr_ring **ring)
 	cli_status("links run TCP congestion control %s (--tcp-congestion %s)",
 	    sr_ring_congestion(*ring)[0] ? sr_ring_congestion(*ring) : "unknown",
 	    congestion_name(s->opts));
-	/* A shared directory's files go once every rank has read them. */
-	if (s->rdv.backend == &rendezvous_dir &&
-	    sr_barrier(*ring, &err) != 0) {
+	if (s->rdv.backend != NULL &&
+	    s->rdv.backend->done(&s->rdv, *ring, &err) != 0) {
 		s->err = err;
 		sr_ring_close(*ring);
 		*ring = NULL;
 		return -1;
 	}
-	if (s->rdv.backend != NULL)
-		s->rdv.backend->done(&s->rdv);
 	if (strays > 0)
 		cli_status("rejected %lu stray connection(s) while forming the "
 		    "ring", strays);
