@@ -5,14 +5,15 @@
  * publish POSTs "address=HOST:PORT" (with "world=N" and "rank=R" when
  * known) to the URL and learns the rank the server assigned; wait
  * long-polls GET URL?wait=S&address=HOST:PORT until the answer is 200
- * and a complete list (the protocol is described at the top of serve.c):
- * naming its address keeps its registration alive while it waits, and a
- * 410 (the registration lapsed, say while the server was unreachable)
- * registers it again with the same rank.  Refused connections,
- * timeouts, 429 and 5xx answers are retried with backoff until the
- * rendezvous deadline; other 4xx answers fail at once.  A server that
- * answers the POST with 404, 405 or 501 serves a static file (python3 -m
- * http.server, nginx): nothing is published and the file is the list.
+ * and a complete list (the protocol is described at the top of
+ * serve_http.c): naming its address keeps its registration alive while
+ * it waits, and a 410 (the registration lapsed, say while the server was
+ * unreachable) registers it again with the same rank.  Refused
+ * connections, timeouts, 429 and 5xx answers are retried with backoff
+ * until the rendezvous deadline; other 4xx answers fail at once.  A
+ * server that answers the POST with 404, 405 or 501 serves a static file
+ * (python3 -m http.server, nginx): nothing is published and the file is
+ * the list.
  * A rank that registered and then fails before the ring forms (done is
  * never called) takes its registration back at close with a DELETE, so
  * that a rerun of the job does not get its dead address.

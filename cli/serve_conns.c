@@ -1,7 +1,7 @@
 /*
  * serve_conns.c - `serve`'s request deadline (see serve_conns.h): a
  * doubly linked list of the open connections, each with the time its
- * current request began, walked by serve.c's main thread.
+ * current request began, walked by serve_http.c's main thread.
  */
 #ifdef SR_HAVE_HTTP
 
