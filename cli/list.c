@@ -216,76 +216,73 @@ json_read_string(struct json *j, const char *start, char *buf, size_t size)
 	return 0;
 }
 
+/* After a list's element: 1 past a ',' (another element follows), 0
+ * past the closing ']', or -1. */
+static int
+json_next(struct json *j, const char *start)
+{
+	json_skip(j);
+	if (j->p < j->end && (*j->p == ',' || *j->p == ']'))
+		return *j->p++ == ',';
+	return json_fail(j, start, "expected ',' or ']'");
+}
+
+/* One rank: "ip:port", or a list of them (MLX's connections per rank),
+ * of which the ring uses the first. */
+static int
+mlx_rank(struct json *j, const char *start, struct peer_list *out,
+    const char *where)
+{
+	char addr[256];
+	bool first = true;
+	int more;
+
+	if (j->p < j->end && *j->p == '"')
+		return json_read_string(j, start, addr, sizeof(addr)) != 0 ||
+		    add_checked(out, addr, where, j->why, j->why_size) != 0 ?
+		    -1 : 0;
+	if (j->p >= j->end || *j->p != '[')
+		return json_fail(j, start,
+		    "each rank is a string or a list of \"ip:port\" strings");
+	j->p++;
+	json_skip(j);
+	if (j->p < j->end && *j->p == ']')
+		return json_fail(j, start, "a rank with no address");
+	do {
+		json_skip(j);
+		if (json_read_string(j, start, addr, sizeof(addr)) != 0 ||
+		    (first && add_checked(out, addr, where, j->why,
+		    j->why_size) != 0))
+			return -1;
+		first = false;
+	} while ((more = json_next(j, start)) > 0);
+	return more;
+}
+
 static int
 parse_mlx(const char *text, size_t len, const char *name,
     struct peer_list *out, char *why, size_t why_size)
 {
 	struct json j = { text, text + len, name, why, why_size };
-	char addr[256], where[300];
+	char where[300];
+	int more = 0;
 
 	json_skip(&j);
 	if (j.p >= j.end || *j.p++ != '[')
 		return json_fail(&j, text, "expected '['");
 	json_skip(&j);
-	if (j.p < j.end && *j.p == ']') {
+	if (j.p < j.end && *j.p == ']')
 		j.p++;
-		goto tail;
-	}
-	for (;;) {
-		const char *entry = j.p;
-		bool first = true;
-
-		json_skip(&j);
-		snprintf(where, sizeof(where), "%s:%zu: rank %llu", name,
-		    json_line(&j, j.p, text), (unsigned long long)out->n);
-		if (j.p < j.end && *j.p == '"') {
-			if (json_read_string(&j, text, addr, sizeof(addr)) != 0 ||
-			    add_checked(out, addr, where, why, why_size) != 0)
+	else
+		do {
+			json_skip(&j);
+			snprintf(where, sizeof(where), "%s:%zu: rank %llu", name,
+			    json_line(&j, j.p, text), (unsigned long long)out->n);
+			if (mlx_rank(&j, text, out, where) != 0)
 				return -1;
-		} else if (j.p < j.end && *j.p == '[') {
-			j.p++;
-			for (;;) {
-				json_skip(&j);
-				if (j.p < j.end && *j.p == ']' && first)
-					return json_fail(&j, text,
-					    "a rank with no address");
-				if (json_read_string(&j, text, addr,
-					sizeof(addr)) != 0)
-					return -1;
-				/* Several addresses a rank (MLX's connections
-				 * per rank): the ring uses the first. */
-				if (first && add_checked(out, addr, where, why,
-					why_size) != 0)
-					return -1;
-				first = false;
-				json_skip(&j);
-				if (j.p < j.end && *j.p == ',') {
-					j.p++;
-					continue;
-				}
-				if (j.p < j.end && *j.p == ']') {
-					j.p++;
-					break;
-				}
-				return json_fail(&j, text, "expected ',' or ']'");
-			}
-		} else {
-			(void)entry;
-			return json_fail(&j, text,
-			    "each rank is a string or a list of \"ip:port\" strings");
-		}
-		json_skip(&j);
-		if (j.p < j.end && *j.p == ',') {
-			j.p++;
-			continue;
-		}
-		if (j.p < j.end && *j.p == ']') {
-			j.p++;
-			break;
-		}
-		return json_fail(&j, text, "expected ',' or ']'");
-	}
-tail:
+		} while ((more = json_next(&j, text)) > 0);
+	if (more < 0)
+		return -1;
 	json_skip(&j);
 	if (j.p != j.end)
 		return json_fail(&j, text, "text after the closing ']'");
