@@ -377,9 +377,11 @@ cmd_serve(int argc, char **argv)
 
 	if ((rc = parse_options(argc, argv, &o)) != 0)
 		return rc < 0 ? EXIT_OK : rc;
-	if (o.token_file != NULL && (rc = read_secret(&o, o.token_file)) != 0)
-		return rc;
-	rc = o.print_token ? print_token(&o, o.token_file) : serve_run(&o);
+	if (o.token_file != NULL)
+		rc = read_secret(&o, o.token_file);
+	if (rc == 0)
+		rc = o.print_token ? print_token(&o, o.token_file) :
+		    serve_run(&o);
 	forget_secret(&o);
 	return rc;
 }
