@@ -1,8 +1,9 @@
 /*
- * bench.c - `silvic-ring bench`: nccl-tests-style sweeps of allreduce,
- * allgather and broadcast over a range of sizes, each size out of place
- * then in place, with an exact check of every result, and the link test
- * (bench_links.c).
+ * bench.c - `silvic-ring bench`: its options, then nccl-tests-style
+ * sweeps of allreduce, allgather and broadcast over a range of sizes,
+ * each size out of place then in place, with an exact check of every
+ * result, then the link test (bench_links.c), and the exit status.  The
+ * table, CSV and JSON the sweep writes are bench_out.c's.
  *
  * Every rank parses the same options and so walks the same sizes, dtypes
  * and ops; they check that first by comparing a digest of the options.
@@ -18,11 +19,9 @@
 
 #include "cli.h"
 #include "bench_data.h"
+#include "bench_out.h"
 #include "discover.h"
 #include "usage.h"
-
-/* Rows named in the --min-busbw message before "and N more". */
-#define BELOW_NAMED 8
 
 const char usage_bench[] =
 "usage: silvic-ring bench [allreduce|allgather|broadcast|links|all] [OPTIONS]\n"
@@ -70,49 +69,6 @@ const char usage_bench[] =
 
 /* Progress lines while a row runs longer than this (nanoseconds). */
 #define PROGRESS_EVERY_NS INT64_C(10000000000)
-
-/* One half of a row: out of place or in place. */
-struct half {
-	struct bench_timing t;
-	double algbw, busbw;
-	uint64_t wrong;
-};
-
-struct row {
-	enum bench_coll coll;
-	enum sr_dtype dtype;
-	enum sr_op op;
-	uint32_t root;		/* broadcast's */
-	uint64_t size;		/* the sweep's step, before rounding */
-	uint64_t count, bytes, iters;
-	struct half h[BENCH_PLACE_COUNT];
-	double busbw;		/* the lower half's: what --min-busbw checks */
-	uint64_t wrong;		/* both halves' */
-};
-
-struct sweep {
-	struct sr_ring *ring;
-	const struct bench_options *o;
-	FILE *out;
-	char record_why[160];	/* why a row could not be recorded */
-	uint32_t rank, world;
-	uint8_t *send, *recv;
-	uint64_t iters_max;
-	uint64_t *ns;		/* this rank's time of each iteration */
-	uint8_t *wire;		/* every rank's, little-endian */
-	double *times;		/* every rank's, in seconds */
-	uint64_t last_size;	/* the sweep's largest step */
-	uint64_t rows, wrong, wrong_rows;
-	double busbw_sum;	/* both halves of every row */
-	struct row *below;	/* rows under --min-busbw */
-	size_t nbelow;
-	uint64_t gated;		/* rows --min-busbw checked */
-	uint64_t gated_min, gated_max;	/* their smallest and largest size */
-	struct row lowest;	/* the gated row with the lowest busbw */
-	int64_t progress_ns;	/* a progress line after this long */
-	int64_t row_start_ns, last_line_ns;
-	struct sr_error err;
-};
 
 /* --------------------------------------------------------- the options */
 
@@ -183,264 +139,6 @@ parse(int argc, char **argv, struct cli_ring *ring, struct bench_options *o)
 	return 0;
 }
 
-/* ------------------------------------------------------------ output */
-
-/* The names of a mask's bits, separated, JSON strings when quoted. */
-static void
-print_list(FILE *out, unsigned mask, int count,
-    const char *(*name)(int), bool quoted)
-{
-	for (int i = 0, n = 0; i < count; i++) {
-		if (!(mask & 1u << i))
-			continue;
-		fputs(n++ ? "," : "", out);
-		if (quoted)
-			json_string(out, name(i));
-		else
-			fputs(name(i), out);
-	}
-}
-
-static const char *
-coll_name(int i)
-{
-	return bench_coll_name((enum bench_coll)i);
-}
-
-static const char *
-dtype_name(int i)
-{
-	return sr_dtype_name((enum sr_dtype)i);
-}
-
-static const char *
-op_name(int i)
-{
-	return sr_op_name((enum sr_op)i);
-}
-
-static void
-header_text(FILE *out, const struct bench_options *o, char **addresses,
-    uint32_t world, const char *congestion)
-{
-	char a[32], b[32];
-
-	fprintf(out, "# silvic-ring %s bench: world %u\n", SR_VERSION, world);
-	if (world == 1)
-		fputs("#   rank 0: this process (a world of one opens no "
-		    "sockets)\n", out);
-	for (uint32_t r = 0; r < world && world > 1; r++)
-		fprintf(out, "#   rank %u: %s\n", r, addresses[r]);
-	if (world > 1)
-		fprintf(out, "# links: TCP, congestion control %s (rank 0's)\n",
-		    congestion[0] ? congestion : "unknown");
-	fputs("# options: ", out);
-	print_list(out, o->colls, BENCH_COLL_COUNT, coll_name, false);
-	fprintf(out, " -b %s -e %s", bench_size_format(o->minbytes, a,
-	    sizeof(a)), bench_size_format(o->maxbytes, b, sizeof(b)));
-	if (o->stepfactor > 1)
-		fprintf(out, " -f %llu", (unsigned long long)o->stepfactor);
-	else
-		fprintf(out, " -i %s", bench_size_format(o->stepbytes, a,
-		    sizeof(a)));
-	fprintf(out, " -n %llu -w %llu -c %d -d ",
-	    (unsigned long long)o->iters, (unsigned long long)o->warmup,
-	    o->check);
-	print_list(out, o->dtypes, SR_DTYPE_COUNT, dtype_name, false);
-	fputs(" -o ", out);
-	print_list(out, o->ops, SR_OP_COUNT, op_name, false);
-	if (o->colls & 1u << BENCH_BROADCAST)
-		fprintf(out, " -r %u", o->root);
-	fprintf(out, " --seed %llu --min-time %g", (unsigned long long)o->seed,
-	    o->min_time);
-	if (o->min_busbw_set)
-		fprintf(out, " --min-busbw %.15g%s%s", o->min_busbw,
-		    o->min_busbw_size_set ? "@" : "", o->min_busbw_size_set ?
-		    bench_size_format(o->min_busbw_size, a, sizeof(a)) : "");
-	if (o->colls & 1u << BENCH_LINKS)
-		fprintf(out, " --threshold %g%s", o->threshold,
-		    o->fail_slow ? " --fail-slow" : "");
-	fputs("\n", out);
-}
-
-static void
-header_json(FILE *out, const struct bench_options *o, char **addresses,
-    uint32_t world, const char *congestion)
-{
-	fprintf(out, "{\"type\":\"header\",\"schema\":1,\"version\":");
-	json_string(out, SR_VERSION);
-	fprintf(out, ",\"world\":%u,\"hosts\":[", world);
-	for (uint32_t r = 0; r < world; r++) {
-		fputs(r ? "," : "", out);
-		json_string(out, addresses[r]);
-	}
-	fputs("],\"tcp_congestion\":", out);
-	if (world > 1 && congestion[0] != '\0')
-		json_string(out, congestion);
-	else
-		fputs("null", out);
-	fputs(",\"options\":{\"collectives\":[", out);
-	print_list(out, o->colls, BENCH_COLL_COUNT, coll_name, true);
-	fprintf(out, "],\"minbytes\":%llu,\"maxbytes\":%llu,\"stepfactor\":",
-	    (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
-	if (o->stepfactor > 1)
-		fprintf(out, "%llu,\"stepbytes\":null",
-		    (unsigned long long)o->stepfactor);
-	else
-		fprintf(out, "null,\"stepbytes\":%llu",
-		    (unsigned long long)o->stepbytes);
-	fprintf(out, ",\"iters\":%llu,\"warmup_iters\":%llu,\"check\":%d,"
-	    "\"datatypes\":[", (unsigned long long)o->iters,
-	    (unsigned long long)o->warmup, o->check);
-	print_list(out, o->dtypes, SR_DTYPE_COUNT, dtype_name, true);
-	fputs("],\"ops\":[", out);
-	print_list(out, o->ops, SR_OP_COUNT, op_name, true);
-	fprintf(out, "],\"root\":%u,\"seed\":%llu,\"min_time_s\":",
-	    o->root, (unsigned long long)o->seed);
-	json_number(out, o->min_time);
-	fputs(",\"min_busbw_gbps\":", out);
-	json_number(out, o->min_busbw_set ? o->min_busbw : NAN);
-	fputs(",\"min_busbw_size\":", out);
-	json_number(out, o->min_busbw_size_set ? (double)o->min_busbw_size :
-	    NAN);
-	fputs(",\"threshold\":", out);
-	json_number(out, o->threshold);
-	fprintf(out, ",\"fail_slow\":%s}}\n", o->fail_slow ? "true" : "false");
-}
-
-/*
- * nccl-tests' table: size, count, type, redop, root, then time, algbw,
- * busbw and #wrong out of place and in place; ours adds the iterations
- * and, of the out-of-place half, the slowest rank and the spread.
- */
-static void
-section_text(FILE *out, const struct bench_options *o, enum bench_coll coll)
-{
-	fprintf(out, "#\n# %s", bench_coll_name(coll));
-	if (coll == BENCH_BROADCAST)
-		fprintf(out, " (root %u)", o->root);
-	/* Each label centred over its half's 37 columns. */
-	fprintf(out, "\n# %51s %24s%13s%22s\n", "", "out-of-place", "",
-	    "in-place");
-	fprintf(out, "# %10s %12s %6s %6s %5s %7s %10s %8s %8s %7s %10s %8s "
-	    "%8s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
-	    "iters", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-	    "busbw", "#wrong", "slowest", "spread");
-	fprintf(out, "# %10s %12s %6s %6s %5s %7s %10s %8s %8s %7s %10s %8s "
-	    "%8s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "", "(us)",
-	    "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(rank)",
-	    "(%)");
-}
-
-static const char *
-row_op(const struct row *row)
-{
-	return row->coll == BENCH_ALLREDUCE ? sr_op_name(row->op) : "none";
-}
-
-/* nccl-tests' root column: the root, or -1 where there is none. */
-static long
-row_root(const struct row *row)
-{
-	return row->coll == BENCH_BROADCAST ? (long)row->root : -1;
-}
-
-/* One half's fields of a result record, each name behind prefix. */
-static void
-half_json(FILE *out, const struct sweep *s, const struct half *h,
-    const char *prefix)
-{
-	fprintf(out, ",\"%stime_us\":", prefix);
-	json_number(out, h->t.time * 1e6);
-	fprintf(out, ",\"%salgbw_gbps\":", prefix);
-	json_number(out, h->algbw);
-	fprintf(out, ",\"%sbusbw_gbps\":", prefix);
-	json_number(out, h->busbw);
-	fprintf(out, ",\"%swrong\":", prefix);
-	json_number(out, s->o->check ? (double)h->wrong : NAN);
-}
-
-static void
-half_text(FILE *out, const struct sweep *s, const struct half *h)
-{
-	char wrong[24];
-
-	if (s->o->check)
-		snprintf(wrong, sizeof(wrong), "%llu",
-		    (unsigned long long)h->wrong);
-	else
-		snprintf(wrong, sizeof(wrong), "N/A");
-	fprintf(out, " %10.2f %8.2f %8.2f %7s", h->t.time * 1e6, h->algbw,
-	    h->busbw, wrong);
-}
-
-static void
-row_text(FILE *out, const struct sweep *s, const struct row *row)
-{
-	const struct half *oop = &row->h[BENCH_OUT_OF_PLACE];
-
-	fprintf(out, "  %10llu %12llu %6s %6s %5ld %7llu",
-	    (unsigned long long)row->bytes, (unsigned long long)row->count,
-	    sr_dtype_name(row->dtype), row_op(row), row_root(row),
-	    (unsigned long long)row->iters);
-	half_text(out, s, oop);
-	half_text(out, s, &row->h[BENCH_IN_PLACE]);
-	fprintf(out, " %7u %6.1f\n", oop->t.slowest, oop->t.spread_pct);
-}
-
-static void
-row_json(FILE *out, const struct sweep *s, const struct row *row)
-{
-	const struct half *oop = &row->h[BENCH_OUT_OF_PLACE];
-	const struct half *ip = &row->h[BENCH_IN_PLACE];
-
-	fputs("{\"type\":\"result\",\"schema\":1,\"collective\":", out);
-	json_string(out, bench_coll_name(row->coll));
-	fprintf(out, ",\"size\":%llu,\"count\":%llu,\"dtype\":",
-	    (unsigned long long)row->bytes, (unsigned long long)row->count);
-	json_string(out, sr_dtype_name(row->dtype));
-	fputs(",\"op\":", out);
-	json_string(out, row_op(row));
-	fprintf(out, ",\"world\":%u,\"iters\":%llu", s->world,
-	    (unsigned long long)row->iters);
-	half_json(out, s, oop, "");
-	fprintf(out, ",\"slowest_rank\":%u,\"spread_pct\":", oop->t.slowest);
-	json_number(out, oop->t.spread_pct);
-	fputs(",\"root\":", out);
-	json_number(out, row->coll == BENCH_BROADCAST ? (double)row->root :
-	    NAN);
-	half_json(out, s, ip, "inplace_");
-	fputs("}\n", out);
-}
-
-static const char csv_header[] = "collective,size,count,dtype,op,world,"
-    "iters,time_us,algbw_gbps,busbw_gbps,wrong,slowest_rank,spread_pct,"
-    "root,inplace_time_us,inplace_algbw_gbps,inplace_busbw_gbps,"
-    "inplace_wrong\n";
-
-static void
-row_csv(FILE *out, const struct sweep *s, const struct row *row)
-{
-	const struct half *oop = &row->h[BENCH_OUT_OF_PLACE];
-	const struct half *ip = &row->h[BENCH_IN_PLACE];
-
-	fprintf(out, "%s,%llu,%llu,%s,%s,%u,%llu,%.3f,%.6f,%.6f,",
-	    bench_coll_name(row->coll), (unsigned long long)row->bytes,
-	    (unsigned long long)row->count, sr_dtype_name(row->dtype),
-	    row_op(row), s->world, (unsigned long long)row->iters,
-	    oop->t.time * 1e6, oop->algbw, oop->busbw);
-	if (s->o->check)
-		fprintf(out, "%llu", (unsigned long long)oop->wrong);
-	fprintf(out, ",%u,%.2f,", oop->t.slowest, oop->t.spread_pct);
-	if (row->coll == BENCH_BROADCAST)
-		fprintf(out, "%u", row->root);
-	fprintf(out, ",%.3f,%.6f,%.6f,", ip->t.time * 1e6, ip->algbw,
-	    ip->busbw);
-	if (s->o->check)
-		fprintf(out, "%llu", (unsigned long long)ip->wrong);
-	fputs("\n", out);
-}
-
 /* ------------------------------------------------------ one collective */
 
 /*
@@ -450,7 +148,8 @@ row_csv(FILE *out, const struct sweep *s, const struct row *row)
  * of it, as in nccl-tests.
  */
 static int
-collective(struct sweep *s, const struct row *row, enum bench_place place)
+collective(struct bench_sweep *s, const struct bench_row *row,
+    enum bench_place place)
 {
 	size_t es = sr_dtype_size(row->dtype), per = row->count * es;
 	bool in = place == BENCH_IN_PLACE;
@@ -473,22 +172,20 @@ collective(struct sweep *s, const struct row *row, enum bench_place place)
 /* Rank 0, when a row has run longer than the progress interval since the
  * last line: says which row, how far and for how long. */
 static void
-progress(struct sweep *s, const struct row *row, const char *what,
+progress(struct bench_sweep *s, const struct bench_row *row, const char *what,
     uint64_t done, uint64_t of)
 {
 	int64_t now;
-	char size[32];
+	char size[32], label[32];
 
 	if (s->rank != 0)
 		return;
-	now = cli_now_ns();
+	now = sr_clock_ns();
 	if (now - s->last_line_ns < s->progress_ns)
 		return;
 	s->last_line_ns = now;
-	cli_error("bench: still running %s %s%s%s of %s: %s %llu of %llu, "
-	    "%.1f s on this row", bench_coll_name(row->coll),
-	    sr_dtype_name(row->dtype), row->coll == BENCH_ALLREDUCE ? " " : "",
-	    row->coll == BENCH_ALLREDUCE ? sr_op_name(row->op) : "",
+	cli_error("bench: still running %s of %s: %s %llu of %llu, %.1f s on "
+	    "this row", bench_row_label(row, label, sizeof(label)),
 	    bench_size_format(row->bytes, size, sizeof(size)), what,
 	    (unsigned long long)done, (unsigned long long)of,
 	    (double)(now - s->row_start_ns) / 1e9);
@@ -496,23 +193,24 @@ progress(struct sweep *s, const struct row *row, const char *what,
 
 /* A barrier, then one collective; its time in nanoseconds. */
 static int
-timed(struct sweep *s, const struct row *row, enum bench_place place,
-    uint64_t *ns)
+timed(struct bench_sweep *s, const struct bench_row *row,
+    enum bench_place place, uint64_t *ns)
 {
 	int64_t t0;
 
 	if (sr_barrier(s->ring, &s->err) != 0)
 		return -1;
-	t0 = cli_now_ns();
+	t0 = sr_clock_ns();
 	if (collective(s, row, place) != 0)
 		return -1;
-	*ns = (uint64_t)(cli_now_ns() - t0);
+	*ns = (uint64_t)(sr_clock_ns() - t0);
 	return 0;
 }
 
 /* The inputs of one half, where collective() reads them. */
 static void
-fill_inputs(struct sweep *s, const struct row *row, enum bench_place place)
+fill_inputs(struct bench_sweep *s, const struct bench_row *row,
+    enum bench_place place)
 {
 	size_t es = sr_dtype_size(row->dtype), per = row->count * es;
 	bool in = place == BENCH_IN_PLACE;
@@ -536,7 +234,7 @@ fill_inputs(struct sweep *s, const struct row *row, enum bench_place place)
  * many.
  */
 static int
-warm_up(struct sweep *s, struct row *row)
+warm_up(struct bench_sweep *s, struct bench_row *row)
 {
 	uint64_t ns, total = 0, n = s->o->warmup;
 	uint8_t word[8];
@@ -562,11 +260,9 @@ warm_up(struct sweep *s, struct row *row)
 	row->iters = bench_get_u64le(word);
 	if (row->iters == 0 || row->iters > s->iters_max) {
 		sr_error_clear(&s->err);
-		s->err.code = SR_EOUT_OF_STEP;
-		s->err.phase = SR_PHASE_COLLECTIVE;
 		s->err.rank = s->rank;
-		snprintf(s->err.message, sizeof(s->err.message), "rank 0 "
-		    "asked for %llu iterations (at most %llu)",
+		sr_error_set(&s->err, SR_EOUT_OF_STEP, SR_PHASE_COLLECTIVE,
+		    "rank 0 asked for %llu iterations (at most %llu)",
 		    (unsigned long long)row->iters,
 		    (unsigned long long)s->iters_max);
 		sr_ring_abort(s->ring, &s->err);
@@ -578,9 +274,9 @@ warm_up(struct sweep *s, struct row *row)
 /* The timed iterations of one half, then every rank's times on every
  * rank. */
 static int
-measure(struct sweep *s, struct row *row, enum bench_place place)
+measure(struct bench_sweep *s, struct bench_row *row, enum bench_place place)
 {
-	struct half *h = &row->h[place];
+	struct bench_half *h = &row->h[place];
 	uint64_t n = row->iters;
 
 	for (uint64_t i = 0; i < n; i++) {
@@ -603,19 +299,18 @@ measure(struct sweep *s, struct row *row, enum bench_place place)
 }
 
 static void
-report_mismatch(const struct sweep *s, const struct row *row,
+report_mismatch(const struct bench_sweep *s, const struct bench_row *row,
     enum bench_place place, uint64_t wrong, const struct bench_mismatch *m)
 {
-	char byte[32] = "";
+	char byte[32] = "", label[32];
 
 	if (row->coll != BENCH_ALLREDUCE)
 		snprintf(byte, sizeof(byte), " (byte %llu)",
 		    (unsigned long long)m->byte);
-	cli_error("check failed: %s %s%s%s of %llu B%s: element %llu%s is %s, "
-	    "expected %s (%llu wrong on this rank)", bench_coll_name(row->coll),
-	    sr_dtype_name(row->dtype), row->coll == BENCH_ALLREDUCE ? " " : "",
-	    row->coll == BENCH_ALLREDUCE ? sr_op_name(row->op) : "",
-	    (unsigned long long)row->bytes, place == BENCH_IN_PLACE ?
+	cli_error("check failed: %s of %llu B%s: element %llu%s is %s, "
+	    "expected %s (%llu wrong on this rank)", bench_row_label(row, label,
+	    sizeof(label)), (unsigned long long)row->bytes, place ==
+	    BENCH_IN_PLACE ?
 	    " in place" : "", (unsigned long long)m->element, byte, m->got,
 	    m->expected, (unsigned long long)wrong);
 }
@@ -623,8 +318,8 @@ report_mismatch(const struct sweep *s, const struct row *row,
 /* This rank's wrong elements of one collective of one half on fresh
  * inputs. */
 static uint64_t
-check_local(struct sweep *s, const struct row *row, enum bench_place place,
-    int *rc)
+check_local(struct bench_sweep *s, const struct bench_row *row,
+    enum bench_place place, int *rc)
 {
 	size_t es = sr_dtype_size(row->dtype);
 	uint64_t seed = s->o->seed, per = row->count * es, wrong, elements;
@@ -665,7 +360,7 @@ check_local(struct sweep *s, const struct row *row, enum bench_place place,
 }
 
 static int
-check(struct sweep *s, struct row *row, enum bench_place place)
+check(struct bench_sweep *s, struct bench_row *row, enum bench_place place)
 {
 	uint64_t wrong;
 	int rc;
@@ -686,7 +381,7 @@ check(struct sweep *s, struct row *row, enum bench_place place)
 
 /* What --min-busbw checked: how many rows, their sizes, the lowest. */
 static void
-gate_note(struct sweep *s, const struct row *row)
+gate_note(struct bench_sweep *s, const struct bench_row *row)
 {
 	if (!s->o->min_busbw_set || !bench_gated(s->o, row->size,
 	    s->last_size))
@@ -701,9 +396,9 @@ gate_note(struct sweep *s, const struct row *row)
 }
 
 static int
-record(struct sweep *s, const struct row *row)
+record(struct bench_sweep *s, const struct bench_row *row)
 {
-	struct row *grown;
+	struct bench_row *grown;
 
 	s->rows++;
 	for (int p = 0; p < BENCH_PLACE_COUNT; p++)
@@ -723,12 +418,7 @@ record(struct sweep *s, const struct row *row)
 	}
 	if (s->rank != 0)
 		return 0;
-	if (s->o->json)
-		row_json(s->out, s, row);
-	else if (s->o->csv)
-		row_csv(s->out, s, row);
-	else
-		row_text(s->out, s, row);
+	bench_row_write(s->out, s, row);
 	/* Nobody reads the results any more (| head): stop now, not after
 	 * the whole sweep. */
 	if (fflush(s->out) != 0 || ferror(s->out)) {
@@ -736,20 +426,20 @@ record(struct sweep *s, const struct row *row)
 		    "results: %s", strerror(errno));
 		return -1;
 	}
-	s->last_line_ns = cli_now_ns();
+	s->last_line_ns = sr_clock_ns();
 	return 0;
 }
 
 /* One size: out of place, then in place with as many iterations. */
 static int
-run_row(struct sweep *s, struct row *row)
+run_row(struct bench_sweep *s, struct bench_row *row)
 {
 	uint64_t ns;
 
 	cli_debug("%s %s %s %llu B", bench_coll_name(row->coll),
-	    sr_dtype_name(row->dtype), row_op(row),
+	    sr_dtype_name(row->dtype), bench_row_op(row),
 	    (unsigned long long)row->bytes);
-	s->row_start_ns = cli_now_ns();
+	s->row_start_ns = sr_clock_ns();
 	fill_inputs(s, row, BENCH_OUT_OF_PLACE);
 	if (warm_up(s, row) != 0 || measure(s, row, BENCH_OUT_OF_PLACE) != 0 ||
 	    check(s, row, BENCH_OUT_OF_PLACE) != 0)
@@ -768,10 +458,8 @@ run_row(struct sweep *s, struct row *row)
 	if (record(s, row) != 0) {
 		/* Only this rank knows: tell the others why it stops. */
 		sr_error_clear(&s->err);
-		s->err.code = SR_ENOMEM;
-		s->err.phase = SR_PHASE_COLLECTIVE;
 		s->err.rank = s->rank;
-		snprintf(s->err.message, sizeof(s->err.message), "%s",
+		sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "%s",
 		    s->record_why);
 		sr_ring_abort(s->ring, &s->err);
 		return -1;
@@ -781,7 +469,7 @@ run_row(struct sweep *s, struct row *row)
 
 /* Every size of one collective, dtype and op. */
 static int
-run_sizes(struct sweep *s, enum bench_coll coll, enum sr_dtype dtype,
+run_sizes(struct bench_sweep *s, enum bench_coll coll, enum sr_dtype dtype,
     enum sr_op op, uint64_t *rows, double *busbw, uint64_t *wrong)
 {
 	const struct bench_options *o = s->o;
@@ -791,7 +479,7 @@ run_sizes(struct sweep *s, enum bench_coll coll, enum sr_dtype dtype,
 	for (uint64_t size = o->minbytes; size != 0;
 	    size = bench_next_size(size, o->maxbytes, o->stepfactor,
 	    o->stepbytes)) {
-		struct row row = { .coll = coll, .dtype = dtype, .op = op,
+		struct bench_row row = { .coll = coll, .dtype = dtype, .op = op,
 			.root = o->root, .size = size };
 
 		row.count = bench_count(coll, size, es, s->world);
@@ -811,29 +499,14 @@ run_sizes(struct sweep *s, enum bench_coll coll, enum sr_dtype dtype,
 	return 0;
 }
 
-/* nccl-tests' closing lines, in its order, after each collective's rows. */
-static void
-closing_text(FILE *out, const struct sweep *s, uint64_t rows, double busbw,
-    uint64_t wrong)
-{
-	if (s->o->check)
-		fprintf(out, "# Out of bounds values : %llu %s\n",
-		    (unsigned long long)wrong, wrong ? "FAILED" : "OK");
-	else
-		fputs("# Out of bounds values : N/A (-c 0)\n", out);
-	/* Both halves of every row, as nccl-tests averages them. */
-	fprintf(out, "# Avg bus bandwidth    : %g GB/s\n#\n",
-	    rows ? busbw / (double)(rows * BENCH_PLACE_COUNT) : 0.0);
-}
-
 static int
-run_collective(struct sweep *s, enum bench_coll coll)
+run_collective(struct bench_sweep *s, enum bench_coll coll)
 {
 	uint64_t rows = 0, wrong = 0;
 	double busbw = 0;
 
-	if (s->rank == 0 && !s->o->json && !s->o->csv)
-		section_text(s->out, s->o, coll);
+	if (s->rank == 0)
+		bench_section_begin(s->out, s->o, coll);
 	for (int d = 0; d < SR_DTYPE_COUNT; d++) {
 		if (!(s->o->dtypes & 1u << d))
 			continue;
@@ -848,8 +521,8 @@ run_collective(struct sweep *s, enum bench_coll coll)
 				break;
 		}
 	}
-	if (s->rank == 0 && !s->o->json && !s->o->csv)
-		closing_text(s->out, s, rows, busbw, wrong);
+	if (s->rank == 0)
+		bench_section_end(s->out, s->o, rows, busbw, wrong);
 	return 0;
 }
 
@@ -860,7 +533,7 @@ run_collective(struct sweep *s, enum bench_coll coll)
  * memory fails them all instead of leaving them waiting for it.
  */
 static int
-allocate(struct sweep *s)
+allocate(struct bench_sweep *s)
 {
 	const struct bench_options *o = s->o;
 	uint64_t bytes = 0, failed, any;
@@ -895,7 +568,7 @@ allocate(struct sweep *s)
 /* Every rank must have been given the same bench options: the largest
  * digest and the complement of the smallest must agree. */
 static int
-agree(struct sweep *s)
+agree(struct bench_sweep *s)
 {
 	uint64_t mine = bench_options_digest(s->o), r[2];
 	uint64_t v[2] = { mine, ~mine };
@@ -910,140 +583,9 @@ agree(struct sweep *s)
 	return EXIT_USAGE;
 }
 
-/* Names the rows under --min-busbw, on rank 0. */
-static void
-report_below(const struct sweep *s)
-{
-	char list[1024], size[32];
-	size_t n = 0;
-
-	list[0] = '\0';
-	for (size_t i = 0; i < s->nbelow && i < BELOW_NAMED; i++) {
-		const struct row *r = &s->below[i];
-
-		bench_size_format(r->bytes, size, sizeof(size));
-		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s %s%s%s "
-		    "at %s (%.3f GB/s)", i ? ", " : "",
-		    bench_coll_name(r->coll), sr_dtype_name(r->dtype),
-		    r->coll == BENCH_ALLREDUCE ? " " : "",
-		    r->coll == BENCH_ALLREDUCE ? sr_op_name(r->op) : "", size,
-		    r->busbw);
-		if (n >= sizeof(list))
-			n = sizeof(list) - 1;
-	}
-	cli_error("busbw below --min-busbw %.15g GB/s: %s%s", s->o->min_busbw,
-	    list, s->nbelow > BELOW_NAMED ? ", and more" : "");
-	if (!s->o->json && !s->o->csv)
-		fprintf(s->out, "# below --min-busbw %.15g GB/s: %zu row(s)\n",
-		    s->o->min_busbw, s->nbelow);
-}
-
-/* The rows --min-busbw checked, for the summary record. */
-static void
-gate_json(FILE *out, const struct sweep *s)
-{
-	fprintf(out, ",\"checked_rows\":%llu,\"checked_sizes\":",
-	    (unsigned long long)s->gated);
-	if (s->gated > 0)
-		fprintf(out, "[%llu,%llu]", (unsigned long long)s->gated_min,
-		    (unsigned long long)s->gated_max);
-	else
-		fputs("null", out);
-	fputs(",\"lowest\":", out);
-	if (s->gated == 0) {
-		fputs("null", out);
-		return;
-	}
-	fputs("{\"collective\":", out);
-	json_string(out, bench_coll_name(s->lowest.coll));
-	fprintf(out, ",\"size\":%llu,\"dtype\":\"%s\",\"op\":\"%s\","
-	    "\"busbw_gbps\":", (unsigned long long)s->lowest.bytes,
-	    sr_dtype_name(s->lowest.dtype), row_op(&s->lowest));
-	json_number(out, s->lowest.busbw);
-	fputs("}", out);
-}
-
-static void
-summary_json(FILE *out, const struct sweep *s,
-    const struct bench_links_result *links, int status)
-{
-	fputs("{\"type\":\"summary\",\"schema\":1,\"avg_busbw_gbps\":", out);
-	json_number(out, s->rows ? s->busbw_sum / (double)(s->rows *
-	    BENCH_PLACE_COUNT) : NAN);
-	fprintf(out, ",\"rows\":%llu,\"wrong\":", (unsigned long long)s->rows);
-	json_number(out, s->o->check ? (double)s->wrong : NAN);
-	fprintf(out, ",\"check\":\"%s\",\"threshold\":", !s->o->check ? "off" :
-	    s->wrong ? "failed" : "passed");
-	if (s->o->min_busbw_set) {
-		fputs("{\"min_busbw_gbps\":", out);
-		json_number(out, s->o->min_busbw);
-		fputs(",\"size\":", out);
-		json_number(out, (double)(s->o->min_busbw_size_set ?
-		    s->o->min_busbw_size : s->last_size));
-		fprintf(out, ",\"passed\":%s,\"below\":[", s->nbelow ||
-		    s->gated == 0 ? "false" : "true");
-		for (size_t i = 0; i < s->nbelow; i++) {
-			fputs(i ? ",{\"collective\":" : "{\"collective\":",
-			    out);
-			json_string(out, bench_coll_name(s->below[i].coll));
-			fprintf(out, ",\"size\":%llu,\"dtype\":\"%s\","
-			    "\"op\":\"%s\",\"busbw_gbps\":",
-			    (unsigned long long)s->below[i].bytes,
-			    sr_dtype_name(s->below[i].dtype),
-			    row_op(&s->below[i]));
-			json_number(out, s->below[i].busbw);
-			fputs("}", out);
-		}
-		fputs("]", out);
-		gate_json(out, s);
-		fputs("}", out);
-	} else {
-		fputs("null", out);
-	}
-	fputs(",\"links\":", out);
-	bench_links_json(out, links, s->o->threshold);
-	fprintf(out, ",\"exit\":%d}\n", status);
-}
-
-/* What --min-busbw checked, passed or not: a gate that says nothing
- * cannot be told from one that tested nothing. */
-static void
-gate_text(FILE *out, const struct sweep *s)
-{
-	char from[32], to[32], at[32];
-	const struct row *r = &s->lowest;
-
-	if (s->gated == 0) {
-		fprintf(out, "# --min-busbw %.15g GB/s: no row checked: "
-		    "FAILED\n", s->o->min_busbw);
-		return;
-	}
-	bench_size_format(s->gated_min, from, sizeof(from));
-	bench_size_format(s->gated_max, to, sizeof(to));
-	bench_size_format(r->bytes, at, sizeof(at));
-	fprintf(out, "# --min-busbw %.15g GB/s: %llu row(s) of %s%s%s "
-	    "checked, lowest busbw %.3f GB/s (%s %s%s%s at %s): %s\n",
-	    s->o->min_busbw, (unsigned long long)s->gated, from,
-	    s->gated_min != s->gated_max ? " to " : "",
-	    s->gated_min != s->gated_max ? to : "", r->busbw,
-	    bench_coll_name(r->coll), sr_dtype_name(r->dtype),
-	    r->coll == BENCH_ALLREDUCE ? " " : "",
-	    r->coll == BENCH_ALLREDUCE ? sr_op_name(r->op) : "", at,
-	    s->nbelow ? "FAILED" : "passed");
-}
-
-static void
-footer_text(FILE *out, const struct sweep *s)
-{
-	if (s->o->min_busbw_set)
-		gate_text(out, s);
-	fprintf(out, "# check: %s\n", !s->o->check ? "off" : s->wrong ?
-	    "FAILED" : "passed");
-}
-
 /* The exit status of a sweep (and link test) that ran to its end. */
 static int
-verdict(struct sweep *s, const struct bench_links_result *links)
+verdict(struct bench_sweep *s, const struct bench_links_result *links)
 {
 	int status = EXIT_OK;
 
@@ -1064,19 +606,16 @@ verdict(struct sweep *s, const struct bench_links_result *links)
 		    "size were all left out (too small for an element per "
 		    "rank)");
 	if (s->nbelow > 0)
-		report_below(s);
+		bench_below_report(s);
 	if (s->o->fail_slow && links->nslow > 0)
 		cli_error("%zu slow link(s) (--fail-slow)", links->nslow);
-	if (s->o->json)
-		summary_json(s->out, s, links, status);
-	else if (!s->o->csv && s->rows > 0)
-		footer_text(s->out, s);
+	bench_summary_write(s->out, s, links, status);
 	return status;
 }
 
 /* The sweeps and the link test in order; the exit status. */
 static int
-bench(struct sweep *s, char **addresses)
+bench(struct bench_sweep *s, char **addresses)
 {
 	struct bench_links_result links;
 	const struct bench_options *o = s->o;
@@ -1085,18 +624,10 @@ bench(struct sweep *s, char **addresses)
 	memset(&links, 0, sizeof(links));
 	if ((rc = agree(s)) != EXIT_OK || (rc = allocate(s)) != EXIT_OK)
 		return rc;
-	for (uint64_t z = o->minbytes; z != 0; z = bench_next_size(z,
-	    o->maxbytes, o->stepfactor, o->stepbytes))
-		s->last_size = z;
+	s->last_size = bench_last_size(o);
 	if (s->rank == 0) {
-		if (o->json)
-			header_json(s->out, o, addresses, s->world,
-			    sr_ring_congestion(s->ring));
-		else if (!o->csv)
-			header_text(s->out, o, addresses, s->world,
-			    sr_ring_congestion(s->ring));
-		else if (o->colls & ((1u << BENCH_LINKS) - 1))
-			fputs(csv_header, s->out);
+		bench_header_write(s->out, o, addresses, s->world,
+		    sr_ring_congestion(s->ring));
 		fflush(s->out);
 	}
 	for (int c = 0; c < BENCH_LINKS; c++)
@@ -1133,7 +664,7 @@ cmd_bench(int argc, char **argv)
 {
 	struct cli_ring ropts;
 	struct bench_options o;
-	struct sweep s;
+	struct bench_sweep s;
 	char **addresses = NULL;
 	uint64_t world = 0;
 	int rc;
@@ -1154,7 +685,7 @@ cmd_bench(int argc, char **argv)
 	s.rank = sr_ring_rank(s.ring);
 	s.world = sr_ring_world(s.ring);
 	s.progress_ns = progress_interval();
-	s.last_line_ns = cli_now_ns();
+	s.last_line_ns = sr_clock_ns();
 	if (o.corrupt && o.corrupt_rank >= s.world)
 		rc = cli_usage_error("bench: --corrupt rank %u is out of range "
 		    "for a world of %u", o.corrupt_rank, s.world);

@@ -51,12 +51,12 @@ all_at_once(struct probe *p, double *median)
 
 		if (sr_barrier(p->ring, &p->err) != 0)
 			return -1;
-		t0 = cli_now_ns();
+		t0 = sr_clock_ns();
 		if (sr_ring_shift(p->ring, p->buf, NULL, p->ring_bytes,
 		    &p->err) != 0)
 			return -1;
 		if (i >= p->warmup)
-			p->times[i - p->warmup] = (double)(cli_now_ns() - t0)
+			p->times[i - p->warmup] = (double)(sr_clock_ns() - t0)
 			    / 1e9;
 	}
 	*median = bench_median(p->times, p->iters);
@@ -74,13 +74,13 @@ one_link(struct probe *p, uint32_t from, uint64_t bytes, uint64_t echo,
 	if (sr_barrier(p->ring, &p->err) != 0)
 		return -1;
 	for (uint64_t i = 0; i < warmup + n; i++) {
-		int64_t t0 = cli_now_ns();
+		int64_t t0 = sr_clock_ns();
 
 		if (sr_link_transfer(p->ring, from, p->buf, bytes, echo,
 		    &p->err) != 0)
 			return -1;
 		if (i >= warmup)
-			p->times[i - warmup] = (double)(cli_now_ns() - t0) /
+			p->times[i - warmup] = (double)(sr_clock_ns() - t0) /
 			    1e9;
 	}
 	if (p->rank == from)

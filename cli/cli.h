@@ -89,10 +89,8 @@ void json_number(FILE *out, double v);
 
 /* ------------------------------------------------------------- time */
 
-/* Monotonic nanoseconds. */
-int64_t cli_now_ns(void);
-/* Sleeps ms milliseconds but not past deadline_ns; -1 when interrupted
- * (cli_interrupted set), else 0. */
+/* Sleeps ms milliseconds but not past deadline_ns (sr_clock_ns); -1 when
+ * interrupted (cli_interrupted set), else 0. */
 int cli_nap(int ms, int64_t deadline_ns);
 
 /* ------------------------------------------------------------ files */

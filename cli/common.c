@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -126,7 +125,7 @@ cli_preflight_stop(const struct cli_ring *opts, bool csv, const char *script)
 bool
 cli_progress_due(int64_t *next_at)
 {
-	int64_t now = cli_now_ns(), every = cli_progress_ms * 1000000;
+	int64_t now = sr_clock_ns(), every = cli_progress_ms * 1000000;
 
 	if (cli_progress_ms <= 0)
 		return false;
@@ -447,19 +446,10 @@ cli_parse_seconds(const char *text, double *out)
 	return 0;
 }
 
-int64_t
-cli_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int
 cli_nap(int ms, int64_t deadline_ns)
 {
-	int64_t left = (deadline_ns - cli_now_ns()) / 1000000;
+	int64_t left = (deadline_ns - sr_clock_ns()) / 1000000;
 
 	if (left < ms)
 		ms = left > 0 ? (int)left : 0;

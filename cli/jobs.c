@@ -1,6 +1,6 @@
 /*
  * jobs.c - the rendezvous server's job table (see jobs.h).  Pure: text
- * and times in, results and messages out; serve.c does the HTTP, the
+ * and times in, results and messages out; serve_http.c does the HTTP, the
  * clock and the locking.
  *
  * Jobs live in a chained hash table by name.  Each job holds an array of

@@ -42,7 +42,7 @@ struct jobs_registration {
 	char client[48];
 };
 
-/* What jobs_register and jobs_unregister did; serve.c maps these to
+/* What jobs_register and jobs_unregister did; serve_http.c maps these to
  * HTTP statuses. */
 enum jobs_result {
 	JOBS_OK,		/* 200: *rank holds (or held) this address's

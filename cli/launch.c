@@ -141,7 +141,7 @@ broken_pipe(struct launch *l)
 		if (l->ranks[r].pid > 0)
 			kill(l->ranks[r].pid, SIGPIPE);
 	l->term_at = 0;
-	l->kill_at = cli_now_ns() + KILL_AFTER_NS;
+	l->kill_at = sr_clock_ns() + KILL_AFTER_NS;
 }
 
 static void
@@ -265,7 +265,7 @@ fail(struct launch *l, int r)
 		    "address", r, k->status);
 	cli_error("rank %d failed with status %d%s", r, k->status,
 	    l->alive > 0 ? "; stopping the others" : "");
-	l->term_at = cli_now_ns() + (int64_t)(l->grace * 1e9);
+	l->term_at = sr_clock_ns() + (int64_t)(l->grace * 1e9);
 }
 
 static void
@@ -297,7 +297,7 @@ reap(struct launch *l)
 			exchange_abandon(l);
 	}
 	if (l->alive == 0 && l->drain_at == 0)
-		l->drain_at = cli_now_ns() + DRAIN_NS;
+		l->drain_at = sr_clock_ns() + DRAIN_NS;
 }
 
 static void __attribute__((noreturn))
@@ -488,7 +488,7 @@ finished(struct launch *l, int64_t now)
 static void
 run_loop(struct launch *l)
 {
-	int64_t now = cli_now_ns();
+	int64_t now = sr_clock_ns();
 	char junk[64];
 
 	while (!finished(l, now)) {
@@ -506,7 +506,7 @@ run_loop(struct launch *l)
 			if (l->pfd[i].revents != 0)
 				dispatch(l, (i - 1) / 4, (i - 1) % 4);
 		reap(l);
-		now = cli_now_ns();
+		now = sr_clock_ns();
 	}
 }
 
@@ -795,12 +795,12 @@ start_all(struct launch *l)
 	for (int r = 0; r < l->world && !cli_interrupted; r++)
 		if (spawn(l, r) != 0) {
 			l->status = EXIT_INTERNAL;
-			l->term_at = cli_now_ns();
+			l->term_at = sr_clock_ns();
 			exchange_abandon(l);
 			return;
 		}
 	if (l->address_s > 0)
-		l->address_at = cli_now_ns() + (int64_t)(l->address_s * 1e9);
+		l->address_at = sr_clock_ns() + (int64_t)(l->address_s * 1e9);
 }
 
 int

@@ -4,7 +4,6 @@
  * Pure: text in, list or message out.  Duplicates, unparsable lines and
  * absurd sizes are errors, never guesses.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +38,16 @@ peer_list_add(struct peer_list *list, const char *address)
 	return 0;
 }
 
-/* Checks host:port or [v6]:port with a port of 1-65535. */
+/*
+ * Checks host:port or [v6]:port (sr_address_split's form) with a port of
+ * 1-65535, spelt one way only, and in words of its own.
+ */
 static int
 check_address(const char *a, char *why, size_t why_size)
 {
-	const char *colon, *end;
-	unsigned long port;
-	char *stop;
+	enum sr_address_fault fault;
+	const char *port;
+	uint16_t number = 0;
 
 	for (const char *q = a; *q; q++)
 		if ((unsigned char)*q < 0x20 || *q == 0x7f) {
@@ -53,35 +55,25 @@ check_address(const char *a, char *why, size_t why_size)
 			    "character 0x%02x", (unsigned char)*q);
 			return -1;
 		}
-	if (a[0] == '[') {
-		end = strchr(a, ']');
-		if (end == NULL || end == a + 1 || end[1] != ':') {
-			snprintf(why, why_size, "'%s' is not [ipv6]:port", a);
-			return -1;
-		}
-		colon = end + 1;
-	} else {
-		colon = strrchr(a, ':');
-		if (colon == NULL || colon == a) {
-			snprintf(why, why_size, "'%s' is not host:port", a);
-			return -1;
-		}
-		if (memchr(a, ':', (size_t)(colon - a)) != NULL) {
-			snprintf(why, why_size,
-			    "'%s' is ambiguous; write IPv6 as [ip]:port", a);
-			return -1;
-		}
+	fault = sr_address_split(a, NULL, 0, &number, NULL, 0);
+	if (fault == SR_ADDRESS_AMBIGUOUS) {
+		snprintf(why, why_size,
+		    "'%s' is ambiguous; write IPv6 as [ip]:port", a);
+		return -1;
 	}
-	errno = 0;
-	port = strtoul(colon + 1, &stop, 10);
+	if (fault != SR_ADDRESS_OK && fault != SR_ADDRESS_PORT) {
+		snprintf(why, why_size, a[0] == '[' ? "'%s' is not [ipv6]:port" :
+		    "'%s' is not host:port", a);
+		return -1;
+	}
+	port = a[0] == '[' ? strchr(a, ']') + 2 : strrchr(a, ':') + 1;
 	/* No leading zero: "5000" and "05000" must not be two addresses. */
-	if (colon[1] == '0' && colon[2] != '\0') {
+	if (port[0] == '0' && port[1] != '\0') {
 		snprintf(why, why_size, "'%s': write the port without a "
 		    "leading zero", a);
 		return -1;
 	}
-	if (colon[1] < '1' || colon[1] > '9' || *stop != '\0' || errno != 0 ||
-	    port == 0 || port > 65535) {
+	if (fault == SR_ADDRESS_PORT || number == 0) {
 		snprintf(why, why_size, "'%s' has no port from 1 to 65535", a);
 		return -1;
 	}
@@ -224,76 +216,73 @@ json_read_string(struct json *j, const char *start, char *buf, size_t size)
 	return 0;
 }
 
+/* After a list's element: 1 past a ',' (another element follows), 0
+ * past the closing ']', or -1. */
+static int
+json_next(struct json *j, const char *start)
+{
+	json_skip(j);
+	if (j->p < j->end && (*j->p == ',' || *j->p == ']'))
+		return *j->p++ == ',';
+	return json_fail(j, start, "expected ',' or ']'");
+}
+
+/* One rank: "ip:port", or a list of them (MLX's connections per rank),
+ * of which the ring uses the first. */
+static int
+mlx_rank(struct json *j, const char *start, struct peer_list *out,
+    const char *where)
+{
+	char addr[256];
+	bool first = true;
+	int more;
+
+	if (j->p < j->end && *j->p == '"')
+		return json_read_string(j, start, addr, sizeof(addr)) != 0 ||
+		    add_checked(out, addr, where, j->why, j->why_size) != 0 ?
+		    -1 : 0;
+	if (j->p >= j->end || *j->p != '[')
+		return json_fail(j, start,
+		    "each rank is a string or a list of \"ip:port\" strings");
+	j->p++;
+	json_skip(j);
+	if (j->p < j->end && *j->p == ']')
+		return json_fail(j, start, "a rank with no address");
+	do {
+		json_skip(j);
+		if (json_read_string(j, start, addr, sizeof(addr)) != 0 ||
+		    (first && add_checked(out, addr, where, j->why,
+		    j->why_size) != 0))
+			return -1;
+		first = false;
+	} while ((more = json_next(j, start)) > 0);
+	return more;
+}
+
 static int
 parse_mlx(const char *text, size_t len, const char *name,
     struct peer_list *out, char *why, size_t why_size)
 {
 	struct json j = { text, text + len, name, why, why_size };
-	char addr[256], where[300];
+	char where[300];
+	int more = 0;
 
 	json_skip(&j);
 	if (j.p >= j.end || *j.p++ != '[')
 		return json_fail(&j, text, "expected '['");
 	json_skip(&j);
-	if (j.p < j.end && *j.p == ']') {
+	if (j.p < j.end && *j.p == ']')
 		j.p++;
-		goto tail;
-	}
-	for (;;) {
-		const char *entry = j.p;
-		bool first = true;
-
-		json_skip(&j);
-		snprintf(where, sizeof(where), "%s:%zu: rank %llu", name,
-		    json_line(&j, j.p, text), (unsigned long long)out->n);
-		if (j.p < j.end && *j.p == '"') {
-			if (json_read_string(&j, text, addr, sizeof(addr)) != 0 ||
-			    add_checked(out, addr, where, why, why_size) != 0)
+	else
+		do {
+			json_skip(&j);
+			snprintf(where, sizeof(where), "%s:%zu: rank %llu", name,
+			    json_line(&j, j.p, text), (unsigned long long)out->n);
+			if (mlx_rank(&j, text, out, where) != 0)
 				return -1;
-		} else if (j.p < j.end && *j.p == '[') {
-			j.p++;
-			for (;;) {
-				json_skip(&j);
-				if (j.p < j.end && *j.p == ']' && first)
-					return json_fail(&j, text,
-					    "a rank with no address");
-				if (json_read_string(&j, text, addr,
-					sizeof(addr)) != 0)
-					return -1;
-				/* Several addresses a rank (MLX's connections
-				 * per rank): the ring uses the first. */
-				if (first && add_checked(out, addr, where, why,
-					why_size) != 0)
-					return -1;
-				first = false;
-				json_skip(&j);
-				if (j.p < j.end && *j.p == ',') {
-					j.p++;
-					continue;
-				}
-				if (j.p < j.end && *j.p == ']') {
-					j.p++;
-					break;
-				}
-				return json_fail(&j, text, "expected ',' or ']'");
-			}
-		} else {
-			(void)entry;
-			return json_fail(&j, text,
-			    "each rank is a string or a list of \"ip:port\" strings");
-		}
-		json_skip(&j);
-		if (j.p < j.end && *j.p == ',') {
-			j.p++;
-			continue;
-		}
-		if (j.p < j.end && *j.p == ']') {
-			j.p++;
-			break;
-		}
-		return json_fail(&j, text, "expected ',' or ']'");
-	}
-tail:
+		} while ((more = json_next(&j, text)) > 0);
+	if (more < 0)
+		return -1;
 	json_skip(&j);
 	if (j.p != j.end)
 		return json_fail(&j, text, "text after the closing ']'");

@@ -5,7 +5,6 @@
  * and says what it was waiting for when it gives up.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -29,25 +28,10 @@
 #define PROBE_MS 500
 
 static void
-rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
-    CLI_PRINTF(3, 4);
-
-static void
-rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->phase = code == SR_ECONFIG ? SR_PHASE_CONFIG : SR_PHASE_RENDEZVOUS;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-}
-
-static void
 interrupted(struct sr_error *err, const char *what)
 {
-	rdv_error(err, SR_EINTERRUPTED, "interrupted while waiting for %s", what);
+	sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_RENDEZVOUS, "interrupted "
+	    "while waiting for %s", what);
 }
 
 /*
@@ -192,7 +176,8 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 	if (text == NULL) {
 		if (errno == ENOENT)
 			return 0;
-		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		sr_error_set(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		    errno == ENOMEM ? SR_PHASE_RENDEZVOUS : SR_PHASE_CONFIG,
 		    "cannot read the address list '%s' (%s): %s", r->source,
 		    r->origin, why);
 		return -1;
@@ -200,14 +185,14 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 	*exists = true;
 	if (list_parse(text, len, r->source, list, why, sizeof(why)) != 0) {
 		free(text);
-		rdv_error(err, SR_ECONFIG, "%s", why);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
 		return -1;
 	}
 	free(text);
 	*have = list->n;
 	if (world >= 0 && list->n > (uint64_t)world) {
-		rdv_error(err, SR_ECONFIG, "%s lists %llu addresses but the "
-		    "world size is %lld (%s)", r->source,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s lists %llu "
+		    "addresses but the world size is %lld (%s)", r->source,
 		    (unsigned long long)list->n, (long long)world,
 		    r->world_source != NULL ? r->world_source : "given");
 		peer_list_free(list);
@@ -234,7 +219,7 @@ file_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 static double
 left_s(int64_t deadline)
 {
-	int64_t ms = (deadline - cli_now_ns()) / 1000000;
+	int64_t ms = (deadline - sr_clock_ns()) / 1000000;
 
 	return ms <= 0 ? 0 : ms >= 10000 ? (double)(ms / 1000) :
 	    (double)(ms / 100) / 10;
@@ -270,7 +255,7 @@ file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		rc = file_read_list(r, world, list, &have, &exists, err);
 		if (rc != 0)
 			return rc > 0 ? 0 : -1;
-		if (cli_now_ns() >= deadline)
+		if (sr_clock_ns() >= deadline)
 			break;
 		if (cli_progress_due(&progress_at))
 			file_progress(r, world, have, exists, deadline);
@@ -280,17 +265,19 @@ file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		}
 	}
 	if (!exists)
-		rdv_error(err, SR_ETIMEOUT, "waiting for %s: the file does not "
-		    "exist after %gs", r->source, r->timeout);
+		sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "waiting "
+		    "for %s: the file does not exist after %gs", r->source,
+		    r->timeout);
 	else if (world >= 0)
-		rdv_error(err, SR_ETIMEOUT, "waiting for %s: %llu of %lld "
-		    "addresses after %gs (the world size comes from %s)",
-		    r->source, (unsigned long long)have, (long long)world,
-		    r->timeout, r->world_source != NULL ? r->world_source :
-		    "the command line");
+		sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "waiting "
+		    "for %s: %llu of %lld addresses after %gs (the world size "
+		    "comes from %s)", r->source, (unsigned long long)have,
+		    (long long)world, r->timeout, r->world_source != NULL ?
+		    r->world_source : "the command line");
 	else
-		rdv_error(err, SR_ETIMEOUT, "waiting for %s: it lists no "
-		    "address after %gs", r->source, r->timeout);
+		sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "waiting "
+		    "for %s: it lists no address after %gs", r->source,
+		    r->timeout);
 	return -1;
 }
 
@@ -301,9 +288,10 @@ no_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	return 0;
 }
 
-static void
-no_done(struct rendezvous *r)
+static int
+no_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
+	return 0;
 }
 
 static void
@@ -311,8 +299,14 @@ no_close(struct rendezvous *r)
 {
 }
 
-const struct rendezvous_backend rendezvous_file = { "file", file_preload,
-	no_publish, file_wait, no_done, no_close };
+const struct rendezvous_backend rendezvous_file = {
+	.name = "file",
+	.preload = file_preload,
+	.publish = no_publish,
+	.wait = file_wait,
+	.done = no_done,
+	.close = no_close
+};
 
 /* ------------------------------------------------------------------ env */
 
@@ -323,20 +317,16 @@ env_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 	const char *value = getenv(r->source);
 	char why[400], name[300];
 
-	if (value == NULL) {
-		rdv_error(err, SR_ECONFIG, "env:%s: the variable is not set",
-		    r->source);
-		return -1;
-	}
+	if (value == NULL)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "env:%s: "
+		    "the variable is not set", r->source);
 	snprintf(name, sizeof(name), "env:%s", r->source);
-	if (list_parse_words(value, name, list, why, sizeof(why)) != 0) {
-		rdv_error(err, SR_ECONFIG, "%s", why);
-		return -1;
-	}
-	if (list->n == 0) {
-		rdv_error(err, SR_ECONFIG, "env:%s lists no address", r->source);
-		return -1;
-	}
+	if (list_parse_words(value, name, list, why, sizeof(why)) != 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s",
+		    why);
+	if (list->n == 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "env:%s lists no address", r->source);
 	return 1;
 }
 
@@ -347,8 +337,14 @@ env_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return env_preload(r, world, list, err) > 0 ? 0 : -1;
 }
 
-const struct rendezvous_backend rendezvous_env = { "env", env_preload,
-	no_publish, env_wait, no_done, no_close };
+const struct rendezvous_backend rendezvous_env = {
+	.name = "env",
+	.preload = env_preload,
+	.publish = no_publish,
+	.wait = env_wait,
+	.done = no_done,
+	.close = no_close
+};
 
 /* ------------------------------------------------------------------ dir */
 
@@ -382,29 +378,23 @@ dir_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 	struct stat st;
 	char why[600];
 
-	if (stat(r->source, &st) != 0) {
-		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source,
-		    strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		rdv_error(err, SR_ECONFIG, "dir:%s: not a directory", r->source);
-		return -1;
-	}
-	if (r->job == NULL) {
-		rdv_error(err, SR_ECONFIG, "dir:%s needs a job id so that files "
-		    "of an earlier job are never read as this one's: pass "
-		    "--token or set SILVIC_RING_JOB (Slurm, Open MPI and PMIx "
-		    "jobs have one already)", r->source);
-		return -1;
-	}
+	if (stat(r->source, &st) != 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "dir:%s: %s", r->source, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "dir:%s: not a directory", r->source);
+	if (r->job == NULL)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "dir:%s "
+		    "needs a job id so that files of an earlier job are never "
+		    "read as this one's: pass --token or set SILVIC_RING_JOB "
+		    "(Slurm, Open MPI and PMIx jobs have one already)",
+		    r->source);
 	if (rendezvous_check_dir(r->source, "the dir: directory", r->keyed, why,
-		sizeof(why)) < 0) {
-		rdv_error(err, SR_ECONFIG, "%s; refused because a key is "
-		    "configured (use a directory only this user can write: "
-		    "mkdir -m 700)", why);
-		return -1;
-	}
+		sizeof(why)) < 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s; "
+		    "refused because a key is configured (use a directory only "
+		    "this user can write: mkdir -m 700)", why);
 	return 0;
 }
 
@@ -415,28 +405,22 @@ dir_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	struct dir_state *st;
 	char text[SR_ADDR_MAX + 2], why[600];
 
-	if (*rank < 0 || world < 0) {
-		rdv_error(err, SR_ECONFIG, "dir:%s needs this rank's number and "
-		    "the world size (--rank and --world, or a launcher's "
-		    "environment)", r->source);
-		return -1;
-	}
-	if ((st = calloc(1, sizeof(*st))) == NULL) {
-		rdv_error(err, SR_ENOMEM, "out of memory");
-		return -1;
-	}
+	if (*rank < 0 || world < 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "dir:%s "
+		    "needs this rank's number and the world size (--rank and "
+		    "--world, or a launcher's environment)", r->source);
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 	r->state = st;
 	st->rank = *rank;
-	if (dir_path(r, *rank, st->mine, sizeof(st->mine)) != 0) {
-		rdv_error(err, SR_ECONFIG, "dir:%s: the path is too long",
-		    r->source);
-		return -1;
-	}
+	if (dir_path(r, *rank, st->mine, sizeof(st->mine)) != 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "dir:%s: the path is too long", r->source);
 	snprintf(text, sizeof(text), "%s\n", address);
-	if (write_atomically(st->mine, text, why, sizeof(why)) != 0) {
-		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source, why);
-		return -1;
-	}
+	if (write_atomically(st->mine, text, why, sizeof(why)) != 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "dir:%s: %s", r->source, why);
 	return 0;
 }
 
@@ -456,7 +440,8 @@ dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
 	    NULL) {
 		if (errno == ENOENT)
 			return 0;
-		rdv_error(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		sr_error_set(err, errno == ENOMEM ? SR_ENOMEM : SR_ECONFIG,
+		    errno == ENOMEM ? SR_PHASE_RENDEZVOUS : SR_PHASE_CONFIG,
 		    "dir:%s: rank %lld's file %s: %s", r->source, (long long)i,
 		    path, why);
 		return -1;
@@ -471,22 +456,22 @@ dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
 		    (unsigned long)geteuid());
 		if (r->keyed) {
 			free(text);
-			rdv_error(err, SR_ECONFIG, "%s; refused because a key "
-			    "is configured", why);
+			sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s; "
+			    "refused because a key is configured", why);
 			return -1;
 		}
 		cli_warn("%s", why);
 	}
 	if (list_parse(text, len, path, &one, why, sizeof(why)) != 0) {
 		free(text);
-		rdv_error(err, SR_ECONFIG, "%s", why);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
 		return -1;
 	}
 	free(text);
 	if (one.n != 1) {
 		peer_list_free(&one);
-		rdv_error(err, SR_ECONFIG, "%s: a rank's file must hold exactly "
-		    "one address", path);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s: a rank's "
+		    "file must hold exactly one address", path);
 		return -1;
 	}
 	*slot = one.addr[0];
@@ -509,11 +494,9 @@ dir_look(struct rendezvous *r, int64_t world, char **slots, int64_t have,
 	struct dirent *e;
 	DIR *d = opendir(r->source);
 
-	if (d == NULL) {
-		rdv_error(err, SR_ECONFIG, "dir:%s: %s", r->source,
-		    strerror(errno));
-		return -1;
-	}
+	if (d == NULL)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "dir:%s: %s", r->source, strerror(errno));
 	while ((e = readdir(d)) != NULL) {
 		uint64_t i;
 		int rc;
@@ -543,24 +526,22 @@ dir_look(struct rendezvous *r, int64_t world, char **slots, int64_t have,
 static int
 refuses(const char *address, int64_t deadline)
 {
-	char host[SR_ADDR_MAX], *colon;
+	char host[SR_ADDR_MAX], service[8];
 	struct addrinfo hints, *res = NULL;
 	struct pollfd pfd;
 	int fd, rc = 0, soerr = 0;
 	socklen_t len = sizeof(soerr);
+	uint16_t port;
 	int64_t left;
 
-	snprintf(host, sizeof(host), "%s", address[0] == '[' ? address + 1 :
-	    address);
-	if ((colon = strrchr(host, ':')) == NULL)
+	if (sr_address_split(address, host, sizeof(host), &port, NULL, 0) !=
+	    SR_ADDRESS_OK)
 		return 0;
-	*colon = '\0';
-	if (colon > host && colon[-1] == ']')
-		colon[-1] = '\0';
+	snprintf(service, sizeof(service), "%u", (unsigned)port);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
+	if (getaddrinfo(host, service, &hints, &res) != 0 || res == NULL)
 		return 0;
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
@@ -568,7 +549,7 @@ refuses(const char *address, int64_t deadline)
 		if (errno == ECONNREFUSED) {
 			rc = 1;
 		} else if (errno == EINPROGRESS) {
-			left = (deadline - cli_now_ns()) / 1000000;
+			left = (deadline - sr_clock_ns()) / 1000000;
 			pfd.fd = fd;
 			pfd.events = POLLOUT;
 			if (poll(&pfd, 1, (int)(left < PROBE_MS ? (left > 0 ?
@@ -598,7 +579,7 @@ dir_check_next(struct rendezvous *r, int64_t world, char **slots)
 	if (st == NULL || world < 2)
 		return 1;
 	next = (st->rank + 1) % world;
-	if (!refuses(slots[next], cli_now_ns() + PROBE_MS * 1000000LL)) {
+	if (!refuses(slots[next], sr_clock_ns() + PROBE_MS * 1000000LL)) {
 		st->stale[0] = '\0';
 		return 1;
 	}
@@ -660,10 +641,9 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	int64_t have = 0, progress_at = 0;
 	int rc = -1;
 
-	if (slots == NULL) {
-		rdv_error(err, SR_ENOMEM, "out of memory");
-		return -1;
-	}
+	if (slots == NULL)
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 	for (;;) {
 		if ((have = dir_look(r, world, slots, have, err)) < 0)
 			break;
@@ -674,7 +654,7 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		}
 		if (have == world)
 			have--;
-		if (cli_now_ns() >= deadline) {
+		if (sr_clock_ns() >= deadline) {
 			dir_missing(slots, world, missing, sizeof(missing));
 			stale[0] = '\0';
 			if (st != NULL && st->stale[0] != '\0')
@@ -683,10 +663,10 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 				    "(left by a rank that died, and not "
 				    "rewritten)", (long long)((st->rank + 1) %
 				    world), st->stale);
-			rdv_error(err, SR_ETIMEOUT, "waiting for dir:%s: %lld of "
-			    "%lld addresses after %gs%s%s", r->source,
-			    (long long)have, (long long)world, r->timeout,
-			    missing, stale);
+			sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS,
+			    "waiting for dir:%s: %lld of %lld addresses after "
+			    "%gs%s%s", r->source, (long long)have,
+			    (long long)world, r->timeout, missing, stale);
 			break;
 		}
 		if (cli_progress_due(&progress_at))
@@ -702,15 +682,19 @@ dir_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return rc;
 }
 
-static void
-dir_done(struct rendezvous *r)
+/* A rank's file goes once every rank has read it: after a barrier. */
+static int
+dir_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
 	struct dir_state *st = r->state;
 
+	if (sr_barrier(ring, err) != 0)
+		return -1;
 	if (st != NULL && st->mine[0] != '\0')
 		unlink(st->mine);
 	if (st != NULL)
 		st->done = true;
+	return 0;
 }
 
 /* A rank that fails takes its file with it, or a rerun of the job would
@@ -726,8 +710,15 @@ dir_close(struct rendezvous *r)
 	r->state = NULL;
 }
 
-const struct rendezvous_backend rendezvous_dir = { "dir", dir_preload,
-	dir_publish, dir_wait, dir_done, dir_close };
+const struct rendezvous_backend rendezvous_dir = {
+	.name = "dir",
+	.waits_for_ranks = true,
+	.preload = dir_preload,
+	.publish = dir_publish,
+	.wait = dir_wait,
+	.done = dir_done,
+	.close = dir_close
+};
 
 /* ------------------------------------------------------------- launcher */
 
@@ -756,12 +747,10 @@ launch_publish(struct rendezvous *r, const char *address, int64_t *rank,
 	char line[SR_ADDR_MAX + 2];
 	int n = snprintf(line, sizeof(line), "%s\n", address);
 
-	if (write(launch_fd(r), line, (size_t)n) != n) {
-		rdv_error(err, SR_EIO, "publishing this rank's address to the "
-		    "launcher: %s", strerror(errno));
-		err->phase = SR_PHASE_RENDEZVOUS;
-		return -1;
-	}
+	if (write(launch_fd(r), line, (size_t)n) != n)
+		return sr_error_set(err, SR_EIO, SR_PHASE_RENDEZVOUS,
+		    "publishing this rank's address to the launcher: %s",
+		    strerror(errno));
 	return 0;
 }
 
@@ -775,7 +764,7 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 
 	for (;;) {
 		struct pollfd pfd = { .fd = launch_fd(r), .events = POLLIN };
-		int64_t left = (deadline - cli_now_ns()) / 1000000;
+		int64_t left = (deadline - sr_clock_ns()) / 1000000;
 		ssize_t got;
 		int rc;
 
@@ -783,12 +772,11 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 			break;
 		if (n == 1 && buf[0] == '\n')
 			break;
-		if (left <= 0) {
-			rdv_error(err, SR_ETIMEOUT, "waiting for the launcher's "
+		if (left <= 0)
+			return sr_error_set(err, SR_ETIMEOUT,
+			    SR_PHASE_RENDEZVOUS, "waiting for the launcher's "
 			    "address list: nothing complete after %gs",
 			    r->timeout);
-			return -1;
-		}
 		rc = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
 		if (cli_interrupted) {
 			interrupted(err, "the launcher");
@@ -801,22 +789,20 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		got = read(pfd.fd, buf + n, sizeof(buf) - 1 - n);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
-		if (got <= 0 || n + (size_t)got >= sizeof(buf) - 1) {
-			rdv_error(err, SR_ETIMEOUT, "the launcher closed before "
+		if (got <= 0 || n + (size_t)got >= sizeof(buf) - 1)
+			return sr_error_set(err, SR_ETIMEOUT,
+			    SR_PHASE_RENDEZVOUS, "the launcher closed before "
 			    "sending the address list (another rank failed?)");
-			return -1;
-		}
 		n += (size_t)got;
 	}
 	if (list_parse(buf, n, "the launcher's list", list, why,
-		sizeof(why)) != 0) {
-		rdv_error(err, SR_ECONFIG, "%s", why);
-		return -1;
-	}
+		sizeof(why)) != 0)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s",
+		    why);
 	if (world >= 0 && list->n != (uint64_t)world) {
-		rdv_error(err, SR_ECONFIG, "the launcher sent %llu addresses for "
-		    "a world of %lld", (unsigned long long)list->n,
-		    (long long)world);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "the launcher "
+		    "sent %llu addresses for a world of %lld",
+		    (unsigned long long)list->n, (long long)world);
 		peer_list_free(list);
 		return -1;
 	}
@@ -829,8 +815,18 @@ launch_close(struct rendezvous *r)
 	close(launch_fd(r));
 }
 
-const struct rendezvous_backend rendezvous_launch = { "launch",
-	launch_preload, launch_publish, launch_wait, no_done, launch_close };
+const struct rendezvous_backend rendezvous_launch = {
+	.name = "launch",
+	.plan_source = "exchanged by the launcher",
+	.dry_run_exchanges = true,
+	.waits_for_ranks = true,
+	.started_ranks = true,
+	.preload = launch_preload,
+	.publish = launch_publish,
+	.wait = launch_wait,
+	.done = no_done,
+	.close = launch_close
+};
 
 /* ------------------------------------------------------------ choosing */
 
@@ -863,15 +859,13 @@ rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
 			    source + strlen(kinds[i].prefix);
 			break;
 		}
-	if (rest[0] == '\0') {
-		rdv_error(err, SR_ECONFIG, "%s '%s' names no %s", origin, source,
+	if (rest[0] == '\0')
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "%s '%s' names no %s", origin, source,
 		    r->backend == &rendezvous_env ? "variable" : "path");
-		return -1;
-	}
-	if ((r->source = strdup(rest)) == NULL) {
-		rdv_error(err, SR_ENOMEM, "out of memory");
-		return -1;
-	}
+	if ((r->source = strdup(rest)) == NULL)
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 	return 0;
 }
 

@@ -5,14 +5,15 @@
  * publish POSTs "address=HOST:PORT" (with "world=N" and "rank=R" when
  * known) to the URL and learns the rank the server assigned; wait
  * long-polls GET URL?wait=S&address=HOST:PORT until the answer is 200
- * and a complete list (the protocol is described at the top of serve.c):
- * naming its address keeps its registration alive while it waits, and a
- * 410 (the registration lapsed, say while the server was unreachable)
- * registers it again with the same rank.  Refused connections,
- * timeouts, 429 and 5xx answers are retried with backoff until the
- * rendezvous deadline; other 4xx answers fail at once.  A server that
- * answers the POST with 404, 405 or 501 serves a static file (python3 -m
- * http.server, nginx): nothing is published and the file is the list.
+ * and a complete list (the protocol is described at the top of
+ * serve_http.c): naming its address keeps its registration alive while
+ * it waits, and a 410 (the registration lapsed, say while the server was
+ * unreachable) registers it again with the same rank.  Refused
+ * connections, timeouts, 429 and 5xx answers are retried with backoff
+ * until the rendezvous deadline; other 4xx answers fail at once.  A
+ * server that answers the POST with 404, 405 or 501 serves a static file
+ * (python3 -m http.server, nginx): nothing is published and the file is
+ * the list.
  * A rank that registered and then fails before the ring forms (done is
  * never called) takes its registration back at close with a DELETE, so
  * that a rerun of the job does not get its dead address.
@@ -25,7 +26,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +40,9 @@
 static int
 missing(struct sr_error *err)
 {
-	err->code = SR_ECONFIG;
-	err->phase = SR_PHASE_CONFIG;
-	snprintf(err->message, sizeof(err->message),
-	    "HTTP rendezvous is not built in: install libcurl4-openssl-dev and "
+	return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "HTTP rendezvous "
+	    "is not built in: install libcurl4-openssl-dev and "
 	    "libmicrohttpd-dev, then rebuild");
-	return -1;
 }
 
 static int
@@ -69,13 +66,16 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return missing(err);
 }
 
-static void
-http_nothing(struct rendezvous *r)
+static int
+http_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
+	return 0;
 }
 
-const struct rendezvous_backend rendezvous_http = { "http", http_preload,
-	http_publish, http_wait, http_nothing, http_nothing };
+static void
+http_close(struct rendezvous *r)
+{
+}
 
 #else
 
@@ -134,34 +134,6 @@ global_init(void)
 	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int
-rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
-    CLI_PRINTF(3, 4);
-
-/* Fills err (phase rendezvous: what the server said, or did not say);
- * returns -1. */
-static int
-rdv_error(struct sr_error *err, enum sr_code code, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->phase = SR_PHASE_RENDEZVOUS;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* A local configuration error: the token file, the URL itself. */
-static int
-config_error(struct sr_error *err)
-{
-	err->code = SR_ECONFIG;
-	err->phase = SR_PHASE_CONFIG;
-	return -1;
-}
-
 /* At most SNIPPET_MAX bytes of an answer for a message: one line,
  * control and non-ASCII bytes replaced. */
 static void
@@ -204,7 +176,7 @@ url_shown(const char *url, char *out, size_t size)
 }
 
 /* Reads the bearer secret: the file's text without trailing
- * whitespace, no control bytes.  The caller makes errors config ones. */
+ * whitespace, no control bytes. */
 static int
 read_secret(const char *path, char *buf, size_t size, struct sr_error *err)
 {
@@ -214,14 +186,14 @@ read_secret(const char *path, char *buf, size_t size, struct sr_error *err)
 	int fd = cli_open_regular(path, false, NULL, why, sizeof(why));
 
 	if (fd < 0)
-		return rdv_error(err, SR_ECONFIG, "SILVIC_RING_HTTP_TOKEN_FILE "
-		    "'%s': %s", path, why);
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "SILVIC_RING_HTTP_TOKEN_FILE '%s': %s", path, why);
 	while (n + 1 < size && (got = read(fd, buf + n, size - 1 - n)) != 0) {
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
 			close(fd);
-			return rdv_error(err, SR_ECONFIG,
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 			    "SILVIC_RING_HTTP_TOKEN_FILE '%s': %s", path,
 			    strerror(errno));
 		}
@@ -232,11 +204,12 @@ read_secret(const char *path, char *buf, size_t size, struct sr_error *err)
 		n--;
 	buf[n] = '\0';
 	if (n == 0 || n + 1 >= size)
-		return rdv_error(err, SR_ECONFIG, "SILVIC_RING_HTTP_TOKEN_FILE "
-		    "'%s' is %s", path, n == 0 ? "empty" : "too large");
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "SILVIC_RING_HTTP_TOKEN_FILE '%s' is %s", path, n == 0 ?
+		    "empty" : "too large");
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			return rdv_error(err, SR_ECONFIG,
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 			    "SILVIC_RING_HTTP_TOKEN_FILE '%s': the secret "
 			    "holds a control character", path);
 	return 0;
@@ -293,7 +266,7 @@ bearer(struct rendezvous *r, struct http *h, struct sr_error *err)
 	 * ring's key. */
 	if (path != NULL) {
 		if (read_secret(path, secret, sizeof(secret), err) != 0)
-			return config_error(err);
+			return -1;
 	} else if (r->bearer != NULL)
 		snprintf(secret, sizeof(secret), "%s", r->bearer);
 	else
@@ -302,7 +275,8 @@ bearer(struct rendezvous *r, struct http *h, struct sr_error *err)
 	rc = headers_add(h, line);
 	explicit_bzero(secret, sizeof(secret));
 	explicit_bzero(line, sizeof(line));
-	return rc != 0 ? rdv_error(err, SR_ENOMEM, "out of memory") : 0;
+	return rc != 0 ? sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+	    "out of memory") : 0;
 }
 
 static struct http *
@@ -314,24 +288,27 @@ state(struct rendezvous *r, struct sr_error *err)
 		return h;
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK) {
-		rdv_error(err, SR_ENOMEM, "libcurl could not start: %s",
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "libcurl could not start: %s",
 		    curl_easy_strerror(global_rc));
 		return NULL;
 	}
 	if ((h = calloc(1, sizeof(*h))) == NULL ||
 	    (h->curl = curl_easy_init()) == NULL) {
 		free(h);
-		rdv_error(err, SR_ENOMEM, "out of memory");
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 		return NULL;
 	}
 	r->state = h;
 	h->world = -1;
 	h->once = r->dry_run || r->timeout <= 0;
-	h->deadline = cli_now_ns() + (int64_t)(r->timeout * 1e9);
+	h->deadline = sr_clock_ns() + (int64_t)(r->timeout * 1e9);
 	url_shown(r->source, h->shown, sizeof(h->shown));
 	if (headers_add(h, "Expect:") != 0 ||
 	    headers_add(h, "User-Agent: silvic-ring/" SR_VERSION) != 0) {
-		rdv_error(err, SR_ENOMEM, "out of memory");
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 		return NULL;
 	}
 	if (bearer(r, h, err) != 0)
@@ -362,7 +339,7 @@ static int
 exchange(struct http *h, const char *url, const char *post, size_t max,
     struct body *b, long *status, struct sr_error *err)
 {
-	int64_t left = (h->deadline - cli_now_ns()) / 1000000;
+	int64_t left = (h->deadline - sr_clock_ns()) / 1000000;
 	long oserr;
 	CURLcode rc;
 
@@ -390,23 +367,26 @@ exchange(struct http *h, const char *url, const char *post, size_t max,
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, status);
 		if (b->data == NULL && (b->data = calloc(1, 1)) == NULL)
-			return rdv_error(err, SR_ENOMEM, "out of memory");
+			return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+			    "out of memory");
 		return 0;
 	}
 	free(b->data);
 	b->data = NULL;
 	switch (rc) {
 	case CURLE_ABORTED_BY_CALLBACK:
-		return rdv_error(err, SR_EINTERRUPTED, "interrupted while "
-		    "talking to %s", h->shown);
+		return sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_RENDEZVOUS,
+		    "interrupted while talking to %s", h->shown);
 	case CURLE_OUT_OF_MEMORY:
-		return rdv_error(err, SR_ENOMEM, "out of memory");
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+		    "out of memory");
 	case CURLE_WRITE_ERROR:
 		if (!b->too_big)
-			return rdv_error(err, SR_ENOMEM, "out of memory");
-		return rdv_error(err, SR_ECONFIG, "%s answered with more than "
-		    "%zu KiB; is it a silvic-ring server or an address list?",
-		    h->shown, max >> 10);
+			return sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS,
+			    "out of memory");
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s "
+		    "answered with more than %zu KiB; is it a silvic-ring "
+		    "server or an address list?", h->shown, max >> 10);
 	case CURLE_UNSUPPORTED_PROTOCOL:
 	case CURLE_URL_MALFORMAT:
 	case CURLE_NOT_BUILT_IN:
@@ -414,9 +394,9 @@ exchange(struct http *h, const char *url, const char *post, size_t max,
 	case CURLE_SSL_CIPHER:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_PEER_FAILED_VERIFICATION:
-		rdv_error(err, SR_ECONFIG, "%s: %s", h->shown,
-		    h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
-		return config_error(err);
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s: %s",
+		    h->shown, h->errbuf[0] ? h->errbuf :
+		    curl_easy_strerror(rc));
 	default:
 		/* curl 7.88 words a refused connection "Couldn't connect to
 		 * server"; the errno says which. */
@@ -440,18 +420,20 @@ refused(struct http *h, const char *what, long status, const struct body *b,
 
 	snippet(b->data, b->len, text, sizeof(text));
 	if (status == 401 || status == 403)
-		return rdv_error(err, SR_EAUTH, "%s %s: %ld: %s%s", what,
-		    h->shown, status, text,
-		    discover_http_token_file() == NULL ?
-		    " (pass the server's --token-file as --key-file, or set "
+		return sr_error_set(err, SR_EAUTH, SR_PHASE_RENDEZVOUS,
+		    "%s %s: %ld: %s%s", what, h->shown, status, text,
+		    discover_http_token_file() == NULL ? " (pass the server's "
+		    "--token-file as --key-file, or set "
 		    "SILVIC_RING_HTTP_TOKEN_FILE to it)" : "");
 	/* A conflict (world size, a rank held, a complete job) is the
 	 * rendezvous failing, not this rank's command line. */
 	if (status == 409)
-		return rdv_error(err, SR_EIO, "%s %s: %ld: %s", what, h->shown,
-		    status, text[0] ? text : "(no text)");
-	return rdv_error(err, SR_ECONFIG, "%s %s: %ld: %s", what, h->shown,
-	    status, text[0] ? text : "(no text)");
+		return sr_error_set(err, SR_EIO, SR_PHASE_RENDEZVOUS,
+		    "%s %s: %ld: %s", what, h->shown, status, text[0] ? text :
+		    "(no text)");
+	return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+	    "%s %s: %ld: %s", what, h->shown, status, text[0] ? text :
+	    "(no text)");
 }
 
 /* Notes a 5xx answer for the retry loop. */
@@ -470,8 +452,8 @@ static int
 backoff(struct http *h, int *delay_ms, struct sr_error *err)
 {
 	if (cli_nap(*delay_ms, h->deadline) != 0)
-		return rdv_error(err, SR_EINTERRUPTED, "interrupted while "
-		    "waiting for %s", h->shown);
+		return sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_RENDEZVOUS,
+		    "interrupted while waiting for %s", h->shown);
 	*delay_ms = *delay_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
 	    *delay_ms * 2;
 	return 0;
@@ -488,17 +470,19 @@ timed_out(struct rendezvous *r, struct http *h, const char *what,
 	else
 		snprintf(when, sizeof(when), "timed out after %gs", r->timeout);
 	if (h->said[0] != '\0' && h->failure[0] != '\0')
-		return rdv_error(err, SR_ETIMEOUT, "%s %s: %s; the server "
-		    "said: %s; the last attempt failed: %s", what, h->shown,
-		    when, h->said, h->failure);
+		return sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "%s "
+		    "%s: %s; the server said: %s; the last attempt failed: %s",
+		    what, h->shown, when, h->said, h->failure);
 	if (h->said[0] != '\0')
-		return rdv_error(err, SR_ETIMEOUT, "%s %s: %s; the server "
-		    "said: %s", what, h->shown, when, h->said);
+		return sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "%s "
+		    "%s: %s; the server said: %s", what, h->shown, when,
+		    h->said);
 	if (h->failure[0] != '\0')
-		return rdv_error(err, SR_ETIMEOUT, "%s %s: %s; the last "
-		    "attempt failed: %s", what, h->shown, when, h->failure);
-	return rdv_error(err, SR_ETIMEOUT, "%s %s: %s with no answer", what,
-	    h->shown, when);
+		return sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS, "%s "
+		    "%s: %s; the last attempt failed: %s", what, h->shown, when,
+		    h->failure);
+	return sr_error_set(err, SR_ETIMEOUT, SR_PHASE_RENDEZVOUS,
+	    "%s %s: %s with no answer", what, h->shown, when);
 }
 
 /* ------------------------------------------------------------ publish */
@@ -525,14 +509,15 @@ assigned(struct http *h, const struct body *b, int64_t *rank, int64_t world,
 		w = strtoll(p + 6, NULL, 10);
 	if (r < 0 || w < 1 || r >= w) {
 		snippet(b->data, b->len, text, sizeof(text));
-		return rdv_error(err, SR_ECONFIG, "POST %s: 200 without "
-		    "rank=R and world=N: %s", h->shown, text[0] ? text :
-		    "(no text)");
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+		    "POST %s: 200 without rank=R and world=N: %s", h->shown,
+		    text[0] ? text : "(no text)");
 	}
 	if ((*rank >= 0 && r != *rank) || (world >= 0 && w != world))
-		return rdv_error(err, SR_ECONFIG, "POST %s: the server "
-		    "assigned rank %lld of %lld, not rank %lld of %lld",
-		    h->shown, r, w, (long long)*rank, (long long)world);
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+		    "POST %s: the server assigned rank %lld of %lld, not rank "
+		    "%lld of %lld", h->shown, r, w, (long long)*rank,
+		    (long long)world);
 	*rank = r;
 	h->world = w;
 	cli_status("registered with %s as rank %lld of %lld", h->shown, r, w);
@@ -603,7 +588,7 @@ http_publish(struct rendezvous *r, const char *address, int64_t *rank,
 		free(b.data);
 		if (rc <= 0)
 			return rc;
-		if (cli_now_ns() >= h->deadline)
+		if (sr_clock_ns() >= h->deadline)
 			return timed_out(r, h, "registering with", err);
 		cli_debug("registering with %s: %s; retrying", h->shown,
 		    h->failure);
@@ -624,22 +609,23 @@ got_list(struct http *h, const struct body *b, int64_t world,
 
 	if (list_parse(b->data, b->len, h->shown, list, why,
 		sizeof(why)) != 0)
-		return rdv_error(err, SR_ECONFIG, "%s", why);
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s",
+		    why);
 	if (world < 0)
 		world = h->world;
 	if (list->n > 0 && (world < 0 || list->n == (uint64_t)world))
 		return 0;
 	if (world >= 0 && list->n > (uint64_t)world) {
-		rdv_error(err, SR_ECONFIG, "%s lists %llu addresses but the "
-		    "world size is %lld", h->shown, (unsigned long long)list->n,
-		    (long long)world);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s lists "
+		    "%llu addresses but the world size is %lld", h->shown,
+		    (unsigned long long)list->n, (long long)world);
 		peer_list_free(list);
 		return -1;
 	}
 	if (!h->is_static) {
-		rdv_error(err, SR_ECONFIG, "%s answered 200 with %llu "
-		    "addresses for a world of %lld", h->shown,
-		    (unsigned long long)list->n, (long long)world);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s "
+		    "answered 200 with %llu addresses for a world of %lld",
+		    h->shown, (unsigned long long)list->n, (long long)world);
 		peer_list_free(list);
 		return -1;
 	}
@@ -712,16 +698,16 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		return -1;
 	/* Room for "?wait=S" and "&address=" with an escaped address. */
 	if (strlen(r->source) + POLL_EXTRA > sizeof(url)) {
-		rdv_error(err, SR_ECONFIG, "the URL %.60s... is longer than "
-		    "%zu bytes", h->shown, sizeof(url) - POLL_EXTRA);
-		return config_error(err);
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "the URL "
+		    "%.60s... is longer than %zu bytes", h->shown,
+		    sizeof(url) - POLL_EXTRA);
 	}
 	if (deadline < h->deadline)
 		h->deadline = deadline;
 	cli_status("waiting for the address list at %s", h->shown);
 	h->tried = false;
 	for (;;) {
-		left = (h->deadline - cli_now_ns()) / 1000000;
+		left = (h->deadline - sr_clock_ns()) / 1000000;
 		if (left <= 0 && h->tried)
 			return timed_out(r, h, "waiting for", err);
 		/* Ask the server to answer a second before our deadline,
@@ -759,7 +745,7 @@ http_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		if (rc <= 0)
 			return rc;
 		if (cli_progress_due(&progress_at)) {
-			left = (h->deadline - cli_now_ns()) / 1000000;
+			left = (h->deadline - sr_clock_ns()) / 1000000;
 			left = left < 0 ? 0 : left >= 10000 ? left / 1000 * 1000 :
 			    left / 100 * 100;
 			cli_progress("waiting for the address list at %s: %s; "
@@ -825,13 +811,14 @@ withdraw(struct rendezvous *r, struct http *h)
 		    text[0] ? text : "(no text)");
 }
 
-static void
-http_done(struct rendezvous *r)
+static int
+http_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
 	struct http *h = r->state;
 
 	if (h != NULL)
 		h->done = true;
+	return 0;
 }
 
 static void
@@ -849,7 +836,14 @@ http_close(struct rendezvous *r)
 	r->state = NULL;
 }
 
-const struct rendezvous_backend rendezvous_http = { "http", http_preload,
-	http_publish, http_wait, http_done, http_close };
-
 #endif
+
+const struct rendezvous_backend rendezvous_http = {
+	.name = "http",
+	.waits_for_ranks = true,
+	.preload = http_preload,
+	.publish = http_publish,
+	.wait = http_wait,
+	.done = http_done,
+	.close = http_close
+};

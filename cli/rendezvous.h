@@ -44,8 +44,30 @@ int list_parse_words(const char *text, const char *name,
 
 struct rendezvous;
 
+/*
+ * A backend answers what the rank's setup (ring_setup.c) asks of it; the
+ * setup never asks which backend it holds.
+ */
 struct rendezvous_backend {
 	const char *name;
+	/* How the --dry-run plan names where the list comes from; NULL:
+	 * the source itself (a path, VAR, URL). */
+	const char *plan_source;
+	/*
+	 * The exchange is this job's alone (the launcher's socket pair), so
+	 * a dry run publishes and waits as a real run does; a source that
+	 * other ranks or jobs share is looked at once and given nothing.
+	 */
+	bool dry_run_exchanges;
+	/*
+	 * The list is complete once every rank published to it (a shared
+	 * directory, a server): a wait that times out may mean ranks that
+	 * were never started.
+	 */
+	bool waits_for_ranks;
+	/* Whoever serves the list started every rank (the launcher): a
+	 * timeout never asks "did you start N ranks?". */
+	bool started_ranks;
 	/*
 	 * The list, when it can be known before binding (a complete static
 	 * file, an environment variable): 1 with *list filled, 0 when it is
@@ -61,8 +83,14 @@ struct rendezvous_backend {
 	 * source calls complete when world is -1) or the deadline. */
 	int (*wait)(struct rendezvous *r, int64_t world, int64_t deadline_ns,
 	    struct peer_list *list, struct sr_error *err);
-	/* After the ring formed: tidy up (a shared directory's own file). */
-	void (*done)(struct rendezvous *r);
+	/*
+	 * After the ring formed: tidy up.  A shared directory's own file
+	 * goes once every rank has read the others', so that backend waits
+	 * for them on the ring (a barrier).  0, or -1 with err (the ring is
+	 * then of no use).
+	 */
+	int (*done)(struct rendezvous *r, struct sr_ring *ring,
+	    struct sr_error *err);
 	void (*close)(struct rendezvous *r);
 };
 

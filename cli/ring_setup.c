@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,42 +198,6 @@ struct setup {
 	char job[32];		/* dir: file key from --token */
 };
 
-static int
-fail(struct setup *s, enum sr_code code, enum sr_phase phase, const char *fmt,
-    ...) CLI_PRINTF(4, 5);
-
-static int
-fail(struct setup *s, enum sr_code code, enum sr_phase phase, const char *fmt,
-    ...)
-{
-	va_list ap;
-
-	s->err.code = code;
-	s->err.phase = phase;
-	va_start(ap, fmt);
-	vsnprintf(s->err.message, sizeof(s->err.message), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* Splits a list entry into host and port (the list was checked). */
-static void
-split_entry(const char *entry, char *host, size_t size, uint16_t *port)
-{
-	const char *colon = strrchr(entry, ':');
-	size_t n = (size_t)(colon - entry);
-
-	if (entry[0] == '[') {
-		entry++;
-		n -= 2;
-	}
-	if (n >= size)
-		n = size - 1;
-	memcpy(host, entry, n);
-	host[n] = '\0';
-	*port = (uint16_t)atoi(colon + 1);
-}
-
 /* ------------------------------------------------------- rank and world */
 
 static int
@@ -243,7 +206,8 @@ resolve_rank(struct setup *s)
 	char why[300];
 
 	if (discover_rank(&s->env, why, sizeof(why)) != 0)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG, "%s",
+		    why);
 	s->rank = s->opts->rank;
 	s->rank_source = "--rank";
 	if (s->rank < 0) {
@@ -257,9 +221,10 @@ resolve_rank(struct setup *s)
 		s->world_source = s->env.world_source;
 	}
 	if (s->rank >= 0 && s->world >= 0 && s->rank >= s->world)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "rank %lld (%s) is "
-		    "out of range for a world of %lld (%s)", (long long)s->rank,
-		    s->rank_source, (long long)s->world, s->world_source);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "rank %lld (%s) is out of range for a world of %lld (%s)",
+		    (long long)s->rank, s->rank_source, (long long)s->world,
+		    s->world_source);
 	return 0;
 }
 
@@ -270,17 +235,18 @@ check_world(struct setup *s)
 	const char *name = s->rdv.source != NULL ? s->rdv.source : "the list";
 
 	if (s->world >= 0 && (uint64_t)s->world != s->list.n)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "the world size is "
-		    "%lld (%s) but %s lists %llu addresses", (long long)s->world,
-		    s->world_source, name, (unsigned long long)s->list.n);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG, "the "
+		    "world size is %lld (%s) but %s lists %llu addresses",
+		    (long long)s->world, s->world_source, name,
+		    (unsigned long long)s->list.n);
 	s->world = (int64_t)s->list.n;
 	if (s->world_source == NULL)
 		s->world_source = "the length of the list";
 	if (s->rank >= s->world)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "rank %lld (%s) is "
-		    "out of range for the %lld addresses of %s",
-		    (long long)s->rank, s->rank_source, (long long)s->world,
-		    name);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "rank %lld (%s) is out of range for the %lld addresses of "
+		    "%s", (long long)s->rank, s->rank_source,
+		    (long long)s->world, name);
 	return 0;
 }
 
@@ -295,9 +261,9 @@ find_self(struct setup *s, const char *address)
 			s->rank_source = "this rank's address in the list";
 			return 0;
 		}
-	return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "this rank's address "
-	    "%s is not in %s; pass --rank, or advertise the address the list "
-	    "names (--advertise)", address, s->rdv.source);
+	return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "this "
+	    "rank's address %s is not in %s; pass --rank, or advertise the "
+	    "address the list names (--advertise)", address, s->rdv.source);
 }
 
 /* -------------------------------------------------------------- binding */
@@ -310,9 +276,9 @@ advertised(struct setup *s, const char *host, char *out, size_t size)
 	if (a != NULL && a[0] != '\0') {
 		if (discover_is_interface(a)) {
 			if (discover_interface(a, out, size) != 0)
-				return fail(s, SR_ECONFIG, SR_PHASE_BIND,
-				    "--advertise '%s': the interface has no "
-				    "usable address", a);
+				return sr_error_set(&s->err, SR_ECONFIG,
+				    SR_PHASE_BIND, "--advertise '%s': the "
+				    "interface has no usable address", a);
 			cli_status("advertising %s (interface %s)", out, a);
 			return 0;
 		}
@@ -343,7 +309,7 @@ listen_on(struct setup *s, const char *host, const char *advertise,
 	/* A dry run's rendezvous looks once, but a name still gets --timeout
 	 * to resolve. */
 	int64_t left_ms = s->opts->dry_run ? (int64_t)(s->opts->timeout * 1000) :
-	    (s->deadline - cli_now_ns()) / 1000000;
+	    (s->deadline - sr_clock_ns()) / 1000000;
 
 	return sr_listener_open_within(&s->listener, host, advertise, port,
 	    left_ms > 0 ? left_ms : 1, &cli_interrupted, err);
@@ -366,18 +332,28 @@ bind_ephemeral(struct setup *s)
 	return 0;
 }
 
+/* Binds list entry i (on --host when given) and advertises the entry. */
+static int
+bind_entry(struct setup *s, uint64_t i, struct sr_error *err)
+{
+	char host[SR_ADDR_MAX], why[SR_ADDR_MAX + 64];
+	uint16_t port;
+
+	/* Every list was checked (list_parse): only a bug fails here. */
+	if (sr_address_split(s->list.addr[i], host, sizeof(host), &port, why,
+		sizeof(why)) != SR_ADDRESS_OK)
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND, "%s", why);
+	return listen_on(s, s->opts->host != NULL ? s->opts->host : host, host,
+	    port, err);
+}
+
 /* With a static list: bind this rank's own entry, or, with no rank known,
  * the first entry this host can bind (that is this rank). */
 static int
 bind_static(struct setup *s)
 {
-	char host[256];
-	uint16_t port;
-
 	if (s->rank >= 0) {
-		split_entry(s->list.addr[s->rank], host, sizeof(host), &port);
-		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
-			host, port, &s->err) != 0)
+		if (bind_entry(s, (uint64_t)s->rank, &s->err) != 0)
 			return -1;
 		cli_status("listening on %s", sr_listener_address(s->listener));
 		return 0;
@@ -385,10 +361,8 @@ bind_static(struct setup *s)
 	for (uint64_t i = 0; i < s->list.n; i++) {
 		struct sr_error ignored;
 
-		split_entry(s->list.addr[i], host, sizeof(host), &port);
 		sr_error_clear(&ignored);
-		if (listen_on(s, s->opts->host != NULL ? s->opts->host : host,
-			host, port, &ignored) == 0) {
+		if (bind_entry(s, i, &ignored) == 0) {
 			s->rank = (int64_t)i;
 			s->rank_source = "the first entry of the list this host "
 			    "could bind";
@@ -397,9 +371,9 @@ bind_static(struct setup *s)
 			return 0;
 		}
 	}
-	return fail(s, SR_ECONFIG, SR_PHASE_BIND, "no address in %s can be "
-	    "bound on this host (all in use or not local); pass --rank",
-	    s->rdv.source);
+	return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_BIND, "no address in "
+	    "%s can be bound on this host (all in use or not local); pass "
+	    "--rank", s->rdv.source);
 }
 
 /*
@@ -423,11 +397,11 @@ bind_listed(struct setup *s)
 		;
 	if (i < s->list.n) {
 		if (s->rank >= 0 && (uint64_t)s->rank != i)
-			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS, "%s lists "
-			    "this rank's address %s as rank %llu, but this is "
-			    "rank %lld (%s)", s->rdv.source, mine,
-			    (unsigned long long)i, (long long)s->rank,
-			    s->rank_source);
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_RENDEZVOUS, "%s lists this rank's address "
+			    "%s as rank %llu, but this is rank %lld (%s)",
+			    s->rdv.source, mine, (unsigned long long)i,
+			    (long long)s->rank, s->rank_source);
 		return 0;
 	}
 	cli_status("%s does not list this rank's address %s: binding this "
@@ -448,8 +422,8 @@ bind_listed(struct setup *s)
 		    sr_listener_address(s->listener));
 		if (write_atomically(s->opts->address_file, line, why,
 			sizeof(why)) != 0)
-			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
-			    "--address-file: %s", why);
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_RENDEZVOUS, "--address-file: %s", why);
 	}
 	return 0;
 }
@@ -464,14 +438,15 @@ check_address_dir(struct setup *s)
 	int rc;
 
 	if (copy == NULL)
-		return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		return sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_CONFIG,
+		    "out of memory");
 	rc = rendezvous_check_dir(dirname(copy), "the --address-file "
 	    "directory", s->key_len > 0, why, sizeof(why));
 	free(copy);
 	if (rc < 0)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "%s; refused "
-		    "because a key is configured (write the address file where "
-		    "only this user can)", why);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG, "%s; "
+		    "refused because a key is configured (write the address "
+		    "file where only this user can)", why);
 	return 0;
 }
 
@@ -501,12 +476,12 @@ publish(struct setup *s)
 		snprintf(line, sizeof(line), "%s\n", address);
 		if (write_atomically(s->opts->address_file, line, why,
 			sizeof(why)) != 0)
-			return fail(s, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
-			    "--address-file: %s", why);
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_RENDEZVOUS, "--address-file: %s", why);
 	}
 	/* A dry run takes no place in a shared rendezvous. */
 	if (s->rdv.backend == NULL || (s->opts->dry_run &&
-	    s->rdv.backend != &rendezvous_launch))
+	    !s->rdv.backend->dry_run_exchanges))
 		return 0;
 	if (s->rdv.backend->publish(&s->rdv, address, &s->rank, s->world,
 		&s->err) != 0)
@@ -561,7 +536,8 @@ derive_token(struct setup *s)
 	for (uint64_t i = 0; i < s->list.n; i++)
 		len += strlen(s->list.addr[i]) + 1;
 	if ((joined = malloc(len)) == NULL)
-		return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		return sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_CONFIG,
+		    "out of memory");
 	joined[0] = '\0';
 	for (uint64_t i = 0; i < s->list.n; i++) {
 		strcat(joined, s->list.addr[i]);
@@ -609,8 +585,8 @@ print_plan(struct setup *s)
 	}
 	fprintf(o, "rank %llu of %llu (%s)\n", (unsigned long long)r,
 	    (unsigned long long)n, s->rank_source);
-	fprintf(o, "address list: %s (%s)\n", s->rdv.backend ==
-	    &rendezvous_launch ? "exchanged by the launcher" :
+	fprintf(o, "address list: %s (%s)\n", s->rdv.backend != NULL &&
+	    s->rdv.backend->plan_source != NULL ? s->rdv.backend->plan_source :
 	    s->rdv.source ? s->rdv.source : "none",
 	    s->rdv.origin ? s->rdv.origin : "a world of one");
 	fprintf(o, "listening on: %s\n", s->list.addr[r]);
@@ -645,31 +621,33 @@ load_key(struct setup *s)
 	if (path == NULL)
 		return 0;
 	if (!sr_auth_built_in())
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': this "
-		    "build cannot authenticate; install libssl-dev and rebuild",
-		    path);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "--key-file '%s': this build cannot authenticate; install "
+		    "libssl-dev and rebuild", path);
 	/* Never a FIFO: its open and read would wait past every deadline. */
 	if ((fd = cli_open_regular(path, false, &st, why, sizeof(why))) < 0)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s",
-		    path, why);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "--key-file '%s': %s", path, why);
 	if (st.st_mode & (S_IRWXG | S_IRWXO))
 		cli_warn("--key-file '%s' is readable by others (mode %03o); "
 		    "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
 	n = read(fd, s->key, sizeof(s->key));
 	close(fd);
 	if (n < 0)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s': %s",
-		    path, strerror(errno));
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "--key-file '%s': %s", path, strerror(errno));
 	if ((size_t)n == sizeof(s->key))
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' is "
-		    "longer than %d bytes; is it the right file?", path, KEY_MAX);
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "--key-file '%s' is longer than %d bytes; is it the right "
+		    "file?", path, KEY_MAX);
 	/* One typed newline is not part of a text key; a random key may
 	 * end in 0x0a or 0x0d bytes of its own. */
 	n = (ssize_t)cli_key_length(s->key, (size_t)n);
-	if (n < 16)
-		return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "--key-file '%s' holds "
-		    "%zd bytes; a key needs at least 16 (32 random bytes "
-		    "recommended: head -c 32 /dev/urandom > FILE)", path, n);
+	if (n < SR_KEY_MIN)
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "--key-file '%s' holds %zd bytes; a key needs at least %d "
+		    "(32 random bytes recommended: head -c 32 /dev/urandom > "
+		    "FILE)", path, n, SR_KEY_MIN);
 	s->key_len = (size_t)n;
 	if (sr_key_token(s->key, s->key_len, s->bearer) != 0)
 		s->bearer[0] = '\0';
@@ -746,7 +724,7 @@ did_you_start(struct setup *s, uint64_t world, bool listed)
 	unsigned long long w = (unsigned long long)world;
 
 	if (s->err.code != SR_ETIMEOUT || world < 2 ||
-	    s->rdv.backend == &rendezvous_launch)
+	    (s->rdv.backend != NULL && s->rdv.backend->started_ranks))
 		return;
 	if (listed)
 		snprintf(s->err.message + n, left, "; the address list%s%s%s "
@@ -769,14 +747,16 @@ obtain_list(struct setup *s)
 	if (source == NULL) {
 		/* No peers is not a pass: a world of one only when asked. */
 		if (s->world < 0)
-			return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "no address "
-			    "list: pass --peers SOURCE (or set SILVIC_RING_PEERS, "
-			    "or start the ranks with 'silvic-ring launch -n N'), "
-			    "or --world 1 for a world of one");
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_CONFIG, "no address list: pass --peers "
+			    "SOURCE (or set SILVIC_RING_PEERS, or start the "
+			    "ranks with 'silvic-ring launch -n N'), or --world "
+			    "1 for a world of one");
 		if (s->world > 1)
-			return fail(s, SR_ECONFIG, SR_PHASE_CONFIG, "the world "
-			    "size is %lld (%s) but no address list was given; "
-			    "pass --peers", (long long)s->world, s->world_source);
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_CONFIG, "the world size is %lld (%s) but "
+			    "no address list was given; pass --peers",
+			    (long long)s->world, s->world_source);
 		/* A world of one: no sockets, unless asked to publish. */
 		s->rank = 0;
 		if ((s->opts->print_address || s->opts->address_file) &&
@@ -784,7 +764,8 @@ obtain_list(struct setup *s)
 			return -1;
 		if (peer_list_add(&s->list, s->listener != NULL ?
 			sr_listener_address(s->listener) : "127.0.0.1:1") != 0)
-			return fail(s, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+			return sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_CONFIG,
+			    "out of memory");
 		s->rank = 0;
 		s->rank_source = "a world of one (no address list)";
 		s->world = 1;
@@ -799,11 +780,11 @@ obtain_list(struct setup *s)
 	s->rdv.keyed = s->key_len > 0;
 	if (s->bearer[0] != '\0')
 		s->rdv.bearer = s->bearer;
-	/* A dry run looks once and waits for nothing (but the local
-	 * launcher's exchange, which shares nothing with other jobs). */
-	if (s->opts->dry_run && s->rdv.backend != &rendezvous_launch) {
+	/* A dry run looks once and waits for nothing, but on an exchange
+	 * of this job's alone (the launcher's). */
+	if (s->opts->dry_run && !s->rdv.backend->dry_run_exchanges) {
 		s->rdv.timeout = 0;
-		s->deadline = cli_now_ns();
+		s->deadline = sr_clock_ns();
 	}
 	if (s->opts->token != NULL) {
 		/* The key names files: the token's hash, never its text. */
@@ -827,7 +808,7 @@ obtain_list(struct setup *s)
 		return -1;
 	if (s->rdv.backend->wait(&s->rdv, s->world, s->deadline, &s->list,
 		&s->err) != 0) {
-		if (s->rdv.backend != &rendezvous_file && s->world > 0)
+		if (s->rdv.backend->waits_for_ranks && s->world > 0)
 			did_you_start(s, (uint64_t)s->world, false);
 		return -1;
 	}
@@ -875,16 +856,13 @@ form(struct setup *s, struct sr_ring **ring)
 	cli_status("links run TCP congestion control %s (--tcp-congestion %s)",
 	    sr_ring_congestion(*ring)[0] ? sr_ring_congestion(*ring) : "unknown",
 	    congestion_name(s->opts));
-	/* A shared directory's files go once every rank has read them. */
-	if (s->rdv.backend == &rendezvous_dir &&
-	    sr_barrier(*ring, &err) != 0) {
+	if (s->rdv.backend != NULL &&
+	    s->rdv.backend->done(&s->rdv, *ring, &err) != 0) {
 		s->err = err;
 		sr_ring_close(*ring);
 		*ring = NULL;
 		return -1;
 	}
-	if (s->rdv.backend != NULL)
-		s->rdv.backend->done(&s->rdv);
 	if (strays > 0)
 		cli_status("rejected %lu stray connection(s) while forming the "
 		    "ring", strays);
@@ -907,7 +885,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 	s.opts = opts;
 	sr_error_clear(&s.err);
 	*ring = NULL;
-	s.deadline = cli_now_ns() + (int64_t)(opts->timeout * 1e9);
+	s.deadline = sr_clock_ns() + (int64_t)(opts->timeout * 1e9);
 	/* Silence for a whole --timeout looks like a hang to a person. */
 	if (cli_verbosity >= 1 || isatty(2))
 		cli_progress_ms = opts->progress >= PROGRESS_MAX ?

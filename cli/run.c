@@ -89,10 +89,8 @@ script_error(const char *why, bool json)
 	struct sr_error err;
 
 	sr_error_clear(&err);
-	err.code = cli_interrupted ? SR_EINTERRUPTED : SR_ECONFIG;
-	err.phase = SR_PHASE_CONFIG;
-	snprintf(err.message, sizeof(err.message), "%.*s",
-	    (int)sizeof(err.message) - 1, why);
+	sr_error_set(&err, cli_interrupted ? SR_EINTERRUPTED : SR_ECONFIG,
+	    SR_PHASE_CONFIG, "%s", why);
 	return cli_report(&err, json);
 }
 
@@ -244,12 +242,12 @@ cmd_run(int argc, char **argv)
 			summary(NULL, NULL, 0, NULL, -1, rc);
 		return rc;
 	}
-	started = cli_now_ns();
+	started = sr_clock_ns();
 	rc = cli_ring_open(&opts, &ring, &addresses, &world);
 	if (rc == EXIT_OK && ring != NULL) {
 		struct sr_error err;
 
-		form_s = (double)(cli_now_ns() - started) / 1e9;
+		form_s = (double)(sr_clock_ns() - started) / 1e9;
 		rc = script_run(script, ring, stdout, opts.json);
 		/* Closing is a collective too: every rank agrees it ran the
 		 * same collectives, or every rank fails. */

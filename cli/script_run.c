@@ -31,19 +31,10 @@ struct runner {
 	struct result last;
 };
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static double
 since_us(int64_t start)
 {
-	return (double)(now_ns() - start) / 1e3;
+	return (double)(sr_clock_ns() - start) / 1e3;
 }
 
 static void
@@ -148,11 +139,9 @@ finish_line(struct runner *r, const struct stmt *st)
 	cli_error("%s:%u: cannot write the results: %s", r->script->name,
 	    st->line, strerror(errno));
 	sr_error_clear(&err);
-	err.code = SR_EIO;
-	err.phase = SR_PHASE_COLLECTIVE;
 	err.rank = r->rank;
-	snprintf(err.message, sizeof(err.message), "%s:%u: cannot write the "
-	    "results", r->script->name, st->line);
+	sr_error_set(&err, SR_EIO, SR_PHASE_COLLECTIVE, "%s:%u: cannot write "
+	    "the results", r->script->name, st->line);
 	sr_ring_abort(r->ring, &err);
 	return EXIT_INTERNAL;
 }
@@ -288,7 +277,7 @@ run_allreduce(struct runner *r, const struct stmt *st)
 		free(data);
 		return rc;
 	}
-	start = now_ns();
+	start = sr_clock_ns();
 	if (sr_allreduce(r->ring, data, data, st->count, st->dtype, st->op,
 		&err) != 0) {
 		free(data);
@@ -419,7 +408,7 @@ run_allgather(struct runner *r, const struct stmt *st)
 		free(texts);
 		return out_of_memory(r, st);
 	}
-	start = now_ns();
+	start = sr_clock_ns();
 	rc = gather_texts(r, st, text, texts);
 	us = since_us(start);
 	free(text);
@@ -457,7 +446,7 @@ run_broadcast(struct runner *r, const struct stmt *st)
 	if ((text = substitute(st->text, r)) == NULL)
 		return out_of_memory(r, st);
 	put_u64(len, strlen(text));
-	start = now_ns();
+	start = sr_clock_ns();
 	if (sr_broadcast(r->ring, len, 8, root, &err) != 0) {
 		free(text);
 		return fail(r, st, &err);
@@ -502,7 +491,7 @@ static int
 run_barrier(struct runner *r, const struct stmt *st)
 {
 	struct sr_error err;
-	int64_t start = now_ns();
+	int64_t start = sr_clock_ns();
 	double us;
 
 	if (sr_barrier(r->ring, &err) != 0)
@@ -519,7 +508,7 @@ run_sleep(struct runner *r, const struct stmt *st)
 	char why[SR_MESSAGE_MAX], label[64], number[32];
 	double seconds;
 	struct timespec left;
-	int64_t start = now_ns();
+	int64_t start = sr_clock_ns();
 	double us;
 
 	if (expr_value_eval(st->values, EXPR_SECONDS, SR_F64, r->rank, r->world,
@@ -678,16 +667,11 @@ static int
 expect_failed(struct runner *r, const struct stmt *st, const char *what)
 {
 	struct sr_error err;
-	char message[SR_MESSAGE_MAX + 64];
 
 	sr_error_clear(&err);
-	err.code = SR_ECHECK;
-	err.phase = SR_PHASE_COLLECTIVE;
 	err.rank = r->rank;
-	snprintf(message, sizeof(message), "%s:%u: expect failed: %s",
-	    r->script->name, st->line, what);
-	message[sizeof(err.message) - 1] = '\0';
-	memcpy(err.message, message, sizeof(err.message));
+	sr_error_set(&err, SR_ECHECK, SR_PHASE_COLLECTIVE, "%s:%u: expect "
+	    "failed: %s", r->script->name, st->line, what);
 	cli_error("%s", err.message);
 	if (r->json) {
 		fprintf(r->out, "{\"type\":\"error\",\"rank\":%u,\"code\":"

@@ -1,7 +1,7 @@
 /*
  * serve_conns.c - `serve`'s request deadline (see serve_conns.h): a
  * doubly linked list of the open connections, each with the time its
- * current request began, walked by serve.c's main thread.
+ * current request began, walked by serve_http.c's main thread.
  */
 #ifdef SR_HAVE_HTTP
 
@@ -64,7 +64,7 @@ serve_conns_notify(void *cls, struct MHD_Connection *c,
 		if ((k = calloc(1, sizeof(*k))) == NULL)
 			return;
 		k->c = c;
-		k->since = cli_now_ns();
+		k->since = sr_clock_ns();
 		pthread_mutex_lock(&g->lock);
 		k->next = g->head;
 		if (g->head != NULL)
@@ -99,7 +99,7 @@ serve_conns_busy(struct serve_conns *g, struct MHD_Connection *c, bool busy)
 		return;
 	pthread_mutex_lock(&g->lock);
 	k->busy = busy;
-	k->since = cli_now_ns();
+	k->since = sr_clock_ns();
 	pthread_mutex_unlock(&g->lock);
 }
 

@@ -20,7 +20,7 @@
  * Leases are off (lease_ns 0: tests/unit/test_jobs.c has them) and so is
  * the per-client quota, so a job is finished once every rank polled it
  * complete: the next registration replaces it, a full table drops it.
- * Jobs are named from a fixed pool of valid names (serve.c checks names
+ * Jobs are named from a fixed pool of valid names (serve_http.c checks names
  * before the table sees them).  Checked after every operation: each
  * result, rank, world and completion, the job count, which jobs expire
  * and which a DELETE of their last registration drops,

@@ -9,10 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "silvic_ring.h"
 #include "wire.h"
-
-/* The shortest key accepted. */
-#define SR_KEY_MIN 16
 
 enum sr_auth_role { SR_AUTH_CONNECTOR = 0, SR_AUTH_ACCEPTOR = 1 };
 

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Monotonic time in nanoseconds. */
-int64_t sr_clock_ns(void);
+#include "silvic_ring.h"
+
+/* sr_clock_ns, monotonic nanoseconds, is public (silvic_ring.h). */
+
 /* Milliseconds left until deadline_ns, clamped to [0, INT32_MAX]. */
 int sr_clock_left_ms(int64_t deadline_ns);
 /* "30s", "1.5s", "250ms": a duration for messages. */

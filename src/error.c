@@ -52,19 +52,20 @@ sr_phase_name(enum sr_phase phase)
 	return (unsigned)phase < SR_PHASE_COUNT ? phases[phase] : "unknown";
 }
 
-void
-sr_err_set(struct sr_error *err, enum sr_code code, enum sr_phase phase,
+int
+sr_error_set(struct sr_error *err, enum sr_code code, enum sr_phase phase,
     const char *fmt, ...)
 {
 	va_list ap;
 
 	if (err == NULL)
-		return;
+		return -1;
 	err->code = code;
 	err->phase = phase;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	return -1;
 }
 
 void

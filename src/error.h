@@ -11,12 +11,10 @@
 
 #include "silvic_ring.h"
 
-#define SR_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define SR_PRINTF SR_FORMAT_PRINTF
 
-
-/* Sets code, phase and message; keeps rank, peer and address. */
-void sr_err_set(struct sr_error *err, enum sr_code code, enum sr_phase phase,
-    const char *fmt, ...) SR_PRINTF(4, 5);
+/* The core's name for sr_error_set (silvic_ring.h). */
+#define sr_err_set sr_error_set
 /* Names the peer of an error that has none yet. */
 void sr_err_peer(struct sr_error *err, int64_t peer, const char *address);
 

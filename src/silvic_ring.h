@@ -35,6 +35,13 @@ extern "C" {
 
 #define SR_VERSION "0.1.0"
 
+/* Lets the compiler check the arguments of a printf-like call. */
+#ifdef __GNUC__
+#define SR_FORMAT_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define SR_FORMAT_PRINTF(fmt, args)
+#endif
+
 /*
  * Error codes: X(name, slug, description).  The slug is stable and is what
  * JSON output carries; the numeric values may change between versions.
@@ -106,6 +113,16 @@ struct sr_error {
 
 /* Resets err to "no error": code SR_EOK, every number -1, strings empty. */
 void sr_error_clear(struct sr_error *err);
+/*
+ * Records a failure in err: its code, its phase and a printf-style
+ * message (cut to SR_MESSAGE_MAX bytes), keeping rank, peer, origin,
+ * step and the peer's address.  For a caller that reports its own
+ * failures (a launcher's rendezvous, its options) in the same object as
+ * the core's.  err may be NULL.  Returns -1, so that a failing function
+ * can end with `return sr_error_set(...)`.
+ */
+int sr_error_set(struct sr_error *err, enum sr_code code,
+    enum sr_phase phase, const char *fmt, ...) SR_FORMAT_PRINTF(4, 5);
 /* The stable slug ("out-of-step") and the description of a code. */
 const char *sr_code_name(enum sr_code code);
 const char *sr_code_text(enum sr_code code);
@@ -140,6 +157,38 @@ const char *sr_op_name(enum sr_op op);
 /* Parse "f64", "sum", ...; 0 on success, -1 when the name is unknown. */
 int sr_dtype_parse(const char *name, enum sr_dtype *out);
 int sr_op_parse(const char *name, enum sr_op *out);
+
+/* -------------------------------------------------- addresses and time */
+
+/* How an address text fails to be "host:port" (sr_address_split). */
+enum sr_address_fault {
+	SR_ADDRESS_OK = 0,
+	SR_ADDRESS_BRACKETS,	/* '[' without "]:" after the host */
+	SR_ADDRESS_NO_PORT,	/* no ':' at all */
+	SR_ADDRESS_AMBIGUOUS,	/* ':' in a host without brackets (IPv6) */
+	SR_ADDRESS_NO_HOST,	/* the host is empty, or too long */
+	SR_ADDRESS_PORT		/* the port is not a number from 0 to 65535 */
+};
+
+/*
+ * Splits "host:port", or "[ipv6]:port", the form of every address the
+ * ring takes and gives, into host (without brackets, NUL-terminated) and
+ * port.  Returns SR_ADDRESS_OK (0), or the fault with why saying it,
+ * quoting address ("'node1' has no :port"), when why is non-NULL; a
+ * caller with words of its own maps the fault.  A host of host_size
+ * bytes or more is SR_ADDRESS_NO_HOST; host NULL checks the form alone,
+ * with no bound.  port may be NULL.  Port 0 passes (a listener's
+ * "any port"): a caller that dials refuses it.
+ */
+enum sr_address_fault sr_address_split(const char *address, char *host,
+    size_t host_size, uint16_t *port, char *why, size_t why_size);
+
+/*
+ * The monotonic clock every deadline of the core is measured on
+ * (CLOCK_MONOTONIC), in nanoseconds: for a caller's own deadlines and
+ * durations, comparable with the core's.
+ */
+int64_t sr_clock_ns(void);
 
 /* ---------------------------------------------------------------- listener */
 
@@ -198,6 +247,10 @@ struct sr_progress {
 
 typedef void (*sr_progress_fn)(void *arg, const struct sr_progress *progress);
 
+/* The shortest key sr_ring_connect accepts, in bytes; 32 random bytes are
+ * better. */
+#define SR_KEY_MIN 16
+
 struct sr_ring_options {
 	/* Bounds formation, then any silence while a collective waits;
 	 * milliseconds, > 0. */
@@ -209,9 +262,9 @@ struct sr_ring_options {
 	sr_stray_fn on_stray;
 	void *stray_arg;
 	/*
-	 * A pre-shared key (at least 16 bytes, the same on every rank):
-	 * every link then runs an HMAC-SHA256 challenge-response after the
-	 * hello, and a peer without the key cannot join.  NULL: no
+	 * A pre-shared key (at least SR_KEY_MIN bytes, the same on every
+	 * rank): every link then runs an HMAC-SHA256 challenge-response
+	 * after the hello, and a peer without the key cannot join.  NULL: no
 	 * authentication, and the handshake is byte-identical to silvic-net's.
 	 * The core reads the key only during sr_ring_connect and keeps no
 	 * copy.  Needs the library built with libcrypto (sr_auth_built_in).

@@ -21,53 +21,76 @@
 #include "clock.h"
 #include "sock.h"
 
-int
-sr_sock_split(const char *address, char *host, size_t host_size,
+/* What sr_address_split says of each fault, after the quoted address. */
+static const char *const address_faults[] = {
+	[SR_ADDRESS_BRACKETS] = "is not [ipv6]:port",
+	[SR_ADDRESS_NO_PORT] = "has no :port",
+	[SR_ADDRESS_AMBIGUOUS] =
+	    "is ambiguous; write an IPv6 address as [ip]:port",
+	[SR_ADDRESS_NO_HOST] = "has no usable host",
+	[SR_ADDRESS_PORT] = "has no valid port (0-65535)",
+};
+
+static enum sr_address_fault
+address_fault(enum sr_address_fault fault, const char *address, char *why,
+    size_t why_size)
+{
+	if (why != NULL)
+		snprintf(why, why_size, "'%s' %s", address,
+		    address_faults[fault]);
+	return fault;
+}
+
+enum sr_address_fault
+sr_address_split(const char *address, char *host, size_t host_size,
     uint16_t *port, char *why, size_t why_size)
 {
 	const char *colon, *host_start = address, *host_end;
+	size_t host_len;
 	char *end;
 	unsigned long value;
 
 	if (address[0] == '[') {
 		host_end = strchr(address, ']');
-		if (host_end == NULL || host_end[1] != ':') {
-			snprintf(why, why_size, "'%s' is not [ipv6]:port", address);
-			return -1;
-		}
+		if (host_end == NULL || host_end[1] != ':')
+			return address_fault(SR_ADDRESS_BRACKETS, address, why,
+			    why_size);
 		host_start = address + 1;
 		colon = host_end + 1;
 	} else {
 		colon = strrchr(address, ':');
-		if (colon == NULL) {
-			snprintf(why, why_size, "'%s' has no :port", address);
-			return -1;
-		}
-		if (memchr(address, ':', (size_t)(colon - address)) != NULL) {
-			snprintf(why, why_size,
-			    "'%s' is ambiguous; write an IPv6 address as [ip]:port",
-			    address);
-			return -1;
-		}
+		if (colon == NULL)
+			return address_fault(SR_ADDRESS_NO_PORT, address, why,
+			    why_size);
+		if (memchr(address, ':', (size_t)(colon - address)) != NULL)
+			return address_fault(SR_ADDRESS_AMBIGUOUS, address, why,
+			    why_size);
 		host_end = colon;
 	}
-	if ((size_t)(host_end - host_start) == 0 ||
-	    (size_t)(host_end - host_start) >= host_size) {
-		snprintf(why, why_size, "'%s' has no usable host", address);
-		return -1;
-	}
+	host_len = (size_t)(host_end - host_start);
+	if (host_len == 0 || (host != NULL && host_len >= host_size))
+		return address_fault(SR_ADDRESS_NO_HOST, address, why, why_size);
 	errno = 0;
 	value = strtoul(colon + 1, &end, 10);
 	if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || errno != 0 ||
-	    value > 65535) {
-		snprintf(why, why_size, "'%s' has no valid port (0-65535)",
-		    address);
-		return -1;
+	    value > 65535)
+		return address_fault(SR_ADDRESS_PORT, address, why, why_size);
+	if (host != NULL) {
+		memcpy(host, host_start, host_len);
+		host[host_len] = '\0';
 	}
-	memcpy(host, host_start, (size_t)(host_end - host_start));
-	host[host_end - host_start] = '\0';
-	*port = (uint16_t)value;
-	return 0;
+	if (port != NULL)
+		*port = (uint16_t)value;
+	return SR_ADDRESS_OK;
+}
+
+/* The core's form of sr_address_split: 0 or -1. */
+int
+sr_sock_split(const char *address, char *host, size_t host_size,
+    uint16_t *port, char *why, size_t why_size)
+{
+	return sr_address_split(address, host, host_size, port, why,
+	    why_size) == SR_ADDRESS_OK ? 0 : -1;
 }
 
 int (*sr_sock_getaddrinfo)(const char *node, const char *service,
