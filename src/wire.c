@@ -50,7 +50,17 @@ _Static_assert(SR_GOODBYE_OFF_RANK == SR_GOODBYE_OFF_COLLECTIVES + 8 &&
     SR_GOODBYE_OFF_WORLD == SR_GOODBYE_OFF_RANK + 4 &&
     SR_GOODBYE_LEN == SR_GOODBYE_OFF_WORLD + 4, "goodbye layout");
 
-static const char *const not_auth_why = "not an authentication message";
+/* Whether in opens with SR_AUTH_MAGIC; if not, *why (when why is not
+ * NULL) says the bytes are no authentication message. */
+static bool
+auth_magic(const uint8_t *in, const char **why)
+{
+	if (memcmp(in, SR_AUTH_MAGIC, SR_MAGIC_LEN) == 0)
+		return true;
+	if (why != NULL)
+		*why = "not an authentication message";
+	return false;
+}
 
 void
 sr_put_u32le(uint8_t *p, uint32_t v)
@@ -202,11 +212,8 @@ int
 sr_challenge_decode(const uint8_t in[SR_CHALLENGE_LEN],
     struct sr_challenge *challenge, const char **why)
 {
-	if (memcmp(in + SR_CHALLENGE_OFF_MAGIC, SR_AUTH_MAGIC,
-	    SR_MAGIC_LEN) != 0) {
-		*why = not_auth_why;
+	if (!auth_magic(in + SR_CHALLENGE_OFF_MAGIC, why))
 		return -1;
-	}
 	memcpy(challenge->nonce, in + SR_CHALLENGE_OFF_NONCE, SR_NONCE_LEN);
 	return 0;
 }
@@ -224,11 +231,8 @@ int
 sr_response_decode(const uint8_t in[SR_RESPONSE_LEN],
     struct sr_response *response, const char **why)
 {
-	if (memcmp(in + SR_RESPONSE_OFF_MAGIC, SR_AUTH_MAGIC,
-	    SR_MAGIC_LEN) != 0) {
-		*why = not_auth_why;
+	if (!auth_magic(in + SR_RESPONSE_OFF_MAGIC, why))
 		return -1;
-	}
 	memcpy(response->nonce, in + SR_RESPONSE_OFF_NONCE, SR_NONCE_LEN);
 	memcpy(response->mac, in + SR_RESPONSE_OFF_MAC, SR_MAC_LEN);
 	return 0;
@@ -245,10 +249,8 @@ int
 sr_proof_decode(const uint8_t in[SR_PROOF_LEN], struct sr_proof *proof,
     const char **why)
 {
-	if (memcmp(in + SR_PROOF_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0) {
-		*why = not_auth_why;
+	if (!auth_magic(in + SR_PROOF_OFF_MAGIC, why))
 		return -1;
-	}
 	memcpy(proof->mac, in + SR_PROOF_OFF_MAC, SR_MAC_LEN);
 	return 0;
 }
@@ -265,7 +267,7 @@ sr_result_decode(const uint8_t in[SR_RESULT_LEN], enum sr_auth_result *result)
 {
 	uint32_t status;
 
-	if (memcmp(in + SR_RESULT_OFF_MAGIC, SR_AUTH_MAGIC, SR_MAGIC_LEN) != 0)
+	if (!auth_magic(in + SR_RESULT_OFF_MAGIC, NULL))
 		return -1;
 	status = sr_get_u32le(in + SR_RESULT_OFF_STATUS);
 	if (status >= SR_RESULT_COUNT)
