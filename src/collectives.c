@@ -39,7 +39,7 @@ begin(struct sr_ring *ring, struct sr_error *err)
 {
 	sr_error_clear(err);
 	if (ring == NULL) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "no ring (sr_ring_connect failed or was not called)");
 		return -1;
 	}
@@ -62,7 +62,7 @@ run(struct sr_ring *ring, struct sr_transfer *x, struct sr_error *err)
 static int
 nomem(struct sr_ring *ring, struct sr_error *err)
 {
-	sr_err_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "out of memory");
+	sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "out of memory");
 	err->rank = ring->rank;
 	sr_ring_fail(ring, err);
 	return -1;
@@ -350,13 +350,13 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 	if (begin(ring, err) != 0)
 		return -1;
 	if (es == 0 || (unsigned)op >= SR_OP_COUNT) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "unknown dtype %d or op %d", (int)dtype, (int)op);
 		err->rank = ring->rank;
 		return -1;
 	}
 	if (count > SIZE_MAX / es / ring->world) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "%zu elements are more than this machine can address", count);
 		err->rank = ring->rank;
 		return -1;
@@ -401,7 +401,7 @@ sr_allgather(struct sr_ring *ring, const void *send, size_t bytes, void *recv,
 	if (begin(ring, err) != 0)
 		return -1;
 	if (bytes > SIZE_MAX / ring->world) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "%zu bytes from each of %u ranks are more than this machine "
 		    "can address", bytes, ring->world);
 		err->rank = ring->rank;
@@ -443,7 +443,7 @@ sr_broadcast(struct sr_ring *ring, void *buf, size_t bytes, uint32_t root,
 		return -1;
 	n = ring->world;
 	if (root >= n) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "broadcast root %u is out of range for a world of %u", root, n);
 		err->rank = ring->rank;
 		return -1;
@@ -502,7 +502,7 @@ sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf, size_t bytes,
 	if (begin(ring, err) != 0)
 		return -1;
 	if (from >= ring->world || echo > bytes) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "link test from rank %u (world %u) echoing %zu of %zu bytes",
 		    from, ring->world, echo, bytes);
 		err->rank = ring->rank;
@@ -534,7 +534,7 @@ bad_goodbye(struct sr_ring *ring, enum sr_side side,
 {
 	struct sr_peer *p = &ring->peer[side];
 
-	sr_err_set(err, SR_EOUT_OF_STEP, SR_PHASE_CLOSE, "out of step at the "
+	sr_error_set(err, SR_EOUT_OF_STEP, SR_PHASE_CLOSE, "out of step at the "
 	    "close: rank %u (%s) said goodbye as rank %u of %u after %llu "
 	    "collective(s); this rank is rank %u of %u after %llu", p->rank,
 	    p->address, bye->rank, bye->world,
@@ -627,7 +627,7 @@ sr_ring_finish(struct sr_ring *ring, struct sr_error *err)
 
 	sr_error_clear(err);
 	if (ring == NULL) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CLOSE,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CLOSE,
 		    "no ring (sr_ring_connect failed or was not called)");
 		return -1;
 	}

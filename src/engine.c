@@ -123,7 +123,7 @@ peer_error(struct run *r, enum sr_side side, enum sr_code code,
 	}
 	if (have)
 		sr_frame_describe(&frame, where, sizeof(where));
-	sr_err_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
+	sr_error_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
 	    what, p->rank, p->address, where[0] ? " in " : "", where);
 	err->peer = p->rank;
 	snprintf(err->peer_address, sizeof(err->peer_address), "%s", p->address);
@@ -1129,8 +1129,8 @@ sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
 		if (rc == 0)
 			rc = poll(fds, 2, sr_clock_left_ms(wake));
 		if (rc < 0 && errno != EINTR) {
-			sr_err_set(err, SR_EIO, SR_PHASE_COLLECTIVE, "poll: %s",
-			    strerror(errno));
+			sr_error_set(err, SR_EIO, SR_PHASE_COLLECTIVE,
+			    "poll: %s", strerror(errno));
 			return -1;
 		}
 		for (int s = 0; s < 2; s++)

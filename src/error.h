@@ -13,8 +13,8 @@
 
 #define SR_PRINTF SR_FORMAT_PRINTF
 
-/* The core's name for sr_error_set (silvic_ring.h). */
-#define sr_err_set sr_error_set
+/* sr_error_set, which fills code, phase and message, is public
+ * (silvic_ring.h). */
 /* Names the peer of an error that has none yet. */
 void sr_err_peer(struct sr_error *err, int64_t peer, const char *address);
 

@@ -122,7 +122,7 @@ connector_verdict(struct formation *f, struct sr_error *err)
 	uint32_t acceptor;
 
 	if (sr_verdict_decode(c->x.in, &verdict, &acceptor) != 0) {
-		sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
+		sr_error_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
 		    "the listener at %s is not a silvic rank (its answer to "
 		    "the hello is not a verdict)", c->address);
 		return -1;
@@ -138,13 +138,13 @@ connector_verdict(struct formation *f, struct sr_error *err)
 			snprintf(sent, sizeof(sent), " (this rank sent flags "
 			    "0x%x)",
 			    sr_get_u32le(c->x.out + SR_HELLO_OFF_FLAGS));
-		sr_err_set(err, auth ? SR_EAUTH : SR_EREJECTED,
+		sr_error_set(err, auth ? SR_EAUTH : SR_EREJECTED,
 		    SR_PHASE_HANDSHAKE, "rank %u at %s rejected this rank: %s%s",
 		    c->peer, c->address, sr_verdict_reason(verdict), sent);
 		return -1;
 	}
 	if (acceptor != c->peer) {
-		sr_err_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
+		sr_error_set(err, SR_EHANDSHAKE, SR_PHASE_HANDSHAKE,
 		    "the listener at %s is rank %u, not rank %u", c->address,
 		    acceptor, c->peer);
 		return -1;
@@ -156,7 +156,7 @@ connector_verdict(struct formation *f, struct sr_error *err)
 	}
 	sr_formation_auth_init(f, &c->auth, f->rank, c->peer);
 	if (sr_auth_nonce(c->auth.nonce_connector) != 0) {
-		sr_err_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
+		sr_error_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
 		    "no random bytes for the challenge: %s", strerror(errno));
 		return -1;
 	}
@@ -171,7 +171,7 @@ static int
 auth_failed(struct sr_error *err, uint32_t peer, const char *address,
     const char *what)
 {
-	sr_err_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
+	sr_error_set(err, SR_EAUTH, SR_PHASE_HANDSHAKE,
 	    "authentication with rank %u at %s failed: %s", peer, address, what);
 	return -1;
 }
@@ -365,7 +365,7 @@ early_frame(struct formation *f, struct sr_error *err)
 	    &abort);
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure, with its class: the first failure's status. */
-	sr_err_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
+	sr_error_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
 	    "rank %u reported: %s%s", abort.origin, abort.reason, rejected);
 	err->origin = abort.origin;
 	return -1;
@@ -400,7 +400,7 @@ connector_watch(struct formation *f, struct sr_error *err)
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure is likely this one's too: a link of this rank failed
 	 * authentication, or the ring formation failed. */
-	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
+	sr_error_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
 	    SR_EHANDSHAKE, SR_PHASE_HANDSHAKE, "rank %u at %s %s before the "
 	    "ring formed (it failed to form its other link) while this rank "
 	    "waited for rank %u to connect%s", c->peer, c->address,
@@ -435,7 +435,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* A ring that never formed because a peer had no key, or another
 	 * one, failed authentication; say so in the status too. */
-	sr_err_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
+	sr_error_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
 	    SR_ETIMEOUT,
 	    f->c.state != CONNECT_DONE ? SR_PHASE_CONNECT : SR_PHASE_ACCEPT,
 	    "timed out after %s waiting for %s%s", took, waited, rejected);
@@ -516,7 +516,7 @@ form_loop(struct formation *f, struct sr_error *err)
 		if (f->leaving && (f->told_prev || now >= f->leave_by))
 			return -1;
 		if (f->options->cancel != NULL && *f->options->cancel) {
-			sr_err_set(err, SR_EINTERRUPTED, SR_PHASE_CONNECT,
+			sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_CONNECT,
 			    "interrupted while forming the ring");
 			return -1;
 		}
@@ -563,7 +563,7 @@ form_loop(struct formation *f, struct sr_error *err)
 		rc = poll(fds, (nfds_t)nfds, sr_clock_left_ms(wake));
 		if (rc < 0 && errno != EINTR) {
 			if (!f->leaving)
-				sr_err_set(err, SR_EIO, SR_PHASE_CONNECT,
+				sr_error_set(err, SR_EIO, SR_PHASE_CONNECT,
 				    "poll: %s", strerror(errno));
 			return -1;
 		}
@@ -638,13 +638,13 @@ check_key(const struct sr_ring_options *options, struct sr_error *err)
 	if (options->key == NULL)
 		return 0;
 	if (!sr_auth_available()) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "a key was given but this build cannot authenticate "
 		    "(rebuild with libcrypto: libssl-dev)");
 		return -1;
 	}
 	if (options->key_len < SR_KEY_MIN) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "the key is %zu bytes; at least %d are needed (32 random "
 		    "bytes recommended)", options->key_len, SR_KEY_MIN);
 		return -1;
@@ -687,14 +687,14 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 		sizeof(why)) != 0 ||
 	    sr_sock_resolve_within(host, port, 0, f.deadline, options->cancel,
 		&f.c.addr, why, sizeof(why)) != 0) {
-		sr_err_set(err, options->cancel != NULL && *options->cancel ?
+		sr_error_set(err, options->cancel != NULL && *options->cancel ?
 		    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
 		    "the address of rank %u is unusable: %s", f.c.peer, why);
 		sr_err_peer(err, f.c.peer, f.c.address);
 		return -1;
 	}
 	if (sr_sock_nonblocking(listen_fd) != 0) {
-		sr_err_set(err, SR_EIO, SR_PHASE_ACCEPT,
+		sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
 		    "configuring the listener: %s", strerror(errno));
 		return -1;
 	}

@@ -27,13 +27,13 @@ advertised_address(struct sr_listener *l, const char *host,
 		advertise = host;
 	if (sr_sock_resolve_within(advertise, port, 0, deadline, cancel, &addr,
 		why, sizeof(why)) != 0) {
-		sr_err_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
+		sr_error_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
 		    SR_ECONFIG, SR_PHASE_BIND,
 		    "cannot advertise '%s': %s", advertise, why);
 		return -1;
 	}
 	if (sr_sock_is_unspecified(&addr)) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_BIND,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND,
 		    "'%s' is not an address other ranks can reach; listen on it "
 		    "but advertise this node's address (--advertise IP|IFNAME)",
 		    advertise);
@@ -69,20 +69,20 @@ sr_listener_open_within(struct sr_listener **out, const char *host,
 		host = "127.0.0.1";
 	if (sr_sock_resolve_within(host, port, 1, deadline, cancel, &addr, why,
 		sizeof(why)) != 0) {
-		sr_err_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
+		sr_error_set(err, cancel != NULL && *cancel ? SR_EINTERRUPTED :
 		    SR_ECONFIG, SR_PHASE_BIND, "cannot listen on '%s': %s",
 		    host, why);
 		return -1;
 	}
 	l = calloc(1, sizeof(*l));
 	if (l == NULL) {
-		sr_err_set(err, SR_ENOMEM, SR_PHASE_BIND, "out of memory");
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_BIND, "out of memory");
 		return -1;
 	}
 	sr_sock_format(&addr, where, sizeof(where));
 	l->fd = socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
-		sr_err_set(err, SR_EBIND, SR_PHASE_BIND,
+		sr_error_set(err, SR_EBIND, SR_PHASE_BIND,
 		    "creating a socket for %s: %s", where, strerror(errno));
 		free(l);
 		return -1;
@@ -90,14 +90,14 @@ sr_listener_open_within(struct sr_listener **out, const char *host,
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(l->fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
 	    listen(l->fd, SOMAXCONN) != 0) {
-		sr_err_set(err, SR_EBIND, SR_PHASE_BIND, "binding %s: %s", where,
-		    strerror(errno));
+		sr_error_set(err, SR_EBIND, SR_PHASE_BIND, "binding %s: %s",
+		    where, strerror(errno));
 		sr_listener_close(l);
 		return -1;
 	}
 	addr.len = sizeof(addr.ss);
 	if (getsockname(l->fd, (struct sockaddr *)&addr.ss, &addr.len) != 0) {
-		sr_err_set(err, SR_EBIND, SR_PHASE_BIND,
+		sr_error_set(err, SR_EBIND, SR_PHASE_BIND,
 		    "reading the bound port of %s: %s", where, strerror(errno));
 		sr_listener_close(l);
 		return -1;

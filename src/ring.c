@@ -71,13 +71,12 @@ sr_congestion_check(const char *name, struct sr_error *err)
 	if (name == NULL || strcmp(name, "auto") == 0)
 		return 0;
 	if (name[0] == '\0' || strlen(name) >= SR_CONGESTION_MAX) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "'%s' is not a TCP "
-		    "congestion control name (1 to %d characters)", name,
-		    SR_CONGESTION_MAX - 1);
-		return -1;
+		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "'%s' is "
+		    "not a TCP congestion control name (1 to %d characters)",
+		    name, SR_CONGESTION_MAX - 1);
 	}
 	if (sr_sock_check_congestion(name, why, sizeof(why)) != 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", why);
 		return -1;
 	}
 	return 0;
@@ -88,31 +87,31 @@ check_config(uint64_t rank, uint64_t world, const char *const *addresses,
     const struct sr_ring_options *options, struct sr_error *err)
 {
 	if (world == 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "the world size is 0; a ring needs at least one rank");
 		return -1;
 	}
 	if (world > UINT32_MAX) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "world size %llu does not fit the handshake's u32",
 		    (unsigned long long)world);
 		return -1;
 	}
 	if (rank >= world) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "rank %llu is out of range for a world of %llu",
 		    (unsigned long long)rank, (unsigned long long)world);
 		return -1;
 	}
 	if (options->timeout_ms <= 0) {
-		sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "the timeout must be positive, not %lld ms",
 		    (long long)options->timeout_ms);
 		return -1;
 	}
 	for (uint64_t i = 0; world > 1 && i < world; i++)
 		if (addresses[i] == NULL || addresses[i][0] == '\0') {
-			sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+			sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 			    "rank %llu has no address", (unsigned long long)i);
 			return -1;
 		}
@@ -206,12 +205,12 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 	if (check_config(rank, world, addresses, options, err) != 0)
 		goto fail;
 	if ((ring = ring_new(rank, world, addresses, token, options)) == NULL) {
-		sr_err_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
 		goto fail;
 	}
 	if (world > 1) {
 		if (listener == NULL) {
-			sr_err_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+			sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 			    "a world of %llu needs a listener",
 			    (unsigned long long)world);
 			ring_free(ring);
@@ -412,7 +411,7 @@ sr_ring_heard_abort(struct sr_ring *ring, const struct sr_abort *abort,
 		ring->heard = *abort;
 		ring->heard_abort = true;
 	}
-	sr_err_set(err, sr_wire_to_code(abort->wire_class),
+	sr_error_set(err, sr_wire_to_code(abort->wire_class),
 	    SR_PHASE_COLLECTIVE, "rank %u reported: %s", abort->origin,
 	    abort->reason);
 	err->origin = abort->origin;
