@@ -442,9 +442,13 @@ timeout_message(struct formation *f, struct sr_error *err)
 }
 
 /*
- * The connector failed for good (err).  When authentication failed and
- * the previous rank has not been let in, the rank stays for LEAVE_NS at
- * most to tell it so (pending_hello, pending_proof): true to stay.
+ * The connector failed for good (err), or the next rank it formed with
+ * reported that its own formation failed.  When authentication failed
+ * and the previous rank has not been let in, the rank stays for LEAVE_NS
+ * at most to tell it so (pending_hello, pending_proof): true to stay.  A
+ * previous rank midway through its handshake then learns it from the
+ * handshake itself, instead of finding this rank gone and dialling it
+ * again until the timeout.
  */
 static bool
 form_leave(struct formation *f, const struct sr_error *err)
@@ -571,7 +575,7 @@ form_loop(struct formation *f, struct sr_error *err)
 			continue;
 		if (cidx >= 0 && fds[cidx].revents != 0 &&
 		    c->state == CONNECT_DONE) {
-			if (connector_watch(f, err) != 0)
+			if (connector_watch(f, err) != 0 && !form_leave(f, err))
 				return -1;
 		} else if (cidx >= 0 && fds[cidx].revents != 0 &&
 		    connector_progress(f, fds[cidx].revents, err) != 0 &&

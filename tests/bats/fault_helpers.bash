@@ -396,6 +396,53 @@ def replay(o):
     s.sendall(data[72:112])
     say("replayed proof:", result(s))
 
+# --- a fake rank 1 of 3 whose formation fails, and a rank 2 midway --------
+
+def leaving(o):
+    # Rank 1: rank 0 dials it, and their link forms with the key.
+    key = key_of(o.key_file)
+    lsock = socket.socket()
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("127.0.0.1", o.listen))
+    lsock.listen(4)
+    lsock.settimeout(10)
+    nxt, _ = lsock.accept()
+    if recv_exact(nxt, 32) is None:
+        say("no hello from rank 0"); sys.exit(3)
+    nxt.sendall(MAGIC + struct.pack("<II", 0, 1))
+    c = recv_exact(nxt, 40)
+    na = os.urandom(32)
+    nxt.sendall(AUTH_MAGIC + na + mac(key, 1, c[8:40], na, 0, 1, o.world,
+                                      o.token))
+    if recv_exact(nxt, 40) is None:
+        say("no proof from rank 0"); sys.exit(3)
+    nxt.sendall(AUTH_MAGIC + struct.pack("<I", 0))
+    say("rank 1 formed with rank 0")
+    # Rank 2: dials rank 0 and is let past the hello.
+    prev = connect(o.connect)
+    prev.sendall(hello(2, o.world, o.token, 1))
+    say("rank 2's hello:", verdict(recv_exact(prev, 16)))
+    # Rank 1's formation fails (authentication with rank 2): the abort of
+    # a rank that never formed, on its formed link.
+    body = struct.pack("<III", 1, 7, 2) + b"authentication with rank 2 failed"
+    nxt.sendall(frame(7, 0, 0, 1, 0, len(body)) + body)
+    # Rank 0 has read the abort once it closes that link.
+    recv_exact(nxt, 1)
+    say("rank 0 closed its link to rank 1")
+    nc = os.urandom(32)
+    try:
+        prev.sendall(AUTH_MAGIC + nc)
+    except OSError as e:
+        say("rank 2's challenge:", e)
+    r = recv_exact(prev, 72)
+    if r is None or r[:8] != AUTH_MAGIC:
+        say("rank 0 left without answering rank 2"); sys.exit(4)
+    good = mac(key, 1, nc, r[8:40], 2, 0, o.world, o.token)
+    say("rank 0's response:", "valid" if r[40:72] == good else "INVALID")
+    prev.sendall(AUTH_MAGIC + mac(key, 0, nc, r[8:40], 2, 0, o.world,
+                                  o.token))
+    say("rank 2's proof:", result(prev))
+
 p = argparse.ArgumentParser()
 p.add_argument("mode")
 p.add_argument("--listen", type=int)
@@ -412,6 +459,7 @@ o = p.parse_args()
 if o.mode in ("random", "huge", "unsolicited", "hello"):
     fake(o)
 else:
-    {"reflect": reflect, "stranger": stranger, "replay": replay}[o.mode](o)
+    {"reflect": reflect, "stranger": stranger, "replay": replay,
+     "leaving": leaving}[o.mode](o)
 PY
 }

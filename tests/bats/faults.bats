@@ -439,6 +439,31 @@ join_rank0() {
 	join_rank0
 }
 
+@test "authentication: a rank whose next rank's formation failed on a key still answers its previous rank midway, then exits 7" {
+	key k
+	write_peer_tools
+	read -r -a ports <<<"$(free_ports 3 | tr '\n' ' ')"
+	loopback_list "$BATS_TEST_TMPDIR/peers" "${ports[@]}"
+	echo barrier >"$BATS_TEST_TMPDIR/s"
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 4242 \
+		--timeout 30 --key-file "$BATS_TEST_TMPDIR/k"
+	run python3 "$BATS_TEST_TMPDIR/srpeer.py" leaving --listen "${ports[1]}" \
+		--connect "${ports[0]}" --token 4242 --world 3 \
+		--key-file "$BATS_TEST_TMPDIR/k"
+	echo "$output" | sed 's/^/# /' >&3
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"rank 2's hello: (0, 0)"* ]]
+	[[ "$output" == *"rank 0 closed its link to rank 1"* ]]
+	# Rank 0 still answers rank 2's challenge, then tells it that it
+	# leaves (result 2), rather than vanishing while rank 2 dials it
+	# again until its timeout.
+	[[ "$output" == *"rank 0's response: valid"* ]]
+	[[ "$output" == *"rank 2's proof: status 2"* ]]
+	wait_exit "${RANK_PIDS[0]}" 20
+	[ "$WAIT_STATUS" -eq 7 ]
+	grep -q "rank 0: rank 1 reported: authentication with rank 2 failed" "$(err 0)"
+}
+
 @test "authentication: the acceptor's own MAC reflected back as the proof is rejected" {
 	key k
 	# A binary key that ends in a newline keeps it (the client must read

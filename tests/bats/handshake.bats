@@ -167,7 +167,8 @@ PY
 			--timeout 60 --key-file "$BATS_TEST_TMPDIR/$k"
 	done
 	for r in 0 1 2; do
-		wait_exit "${RANK_PIDS[$r]}" 20
+		wait_exit "${RANK_PIDS[$r]}" 20 ||
+			{ echo "# rank $r: $(tail -n 3 "$(err $r)")" >&3; false; }
 		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
 		[ "$WAIT_STATUS" -eq 7 ]
 	done
