@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "clock.h"
 #include "engine.h"
@@ -23,6 +22,7 @@
 #include "reduce.h"
 #include "ring.h"
 #include "schedule.h"
+#include "transport.h"
 #include "wire.h"
 
 /* A small allreduce moves at most this much per rank, and one this
@@ -33,7 +33,8 @@
 #define SR_FRAME_MIN (128u << 10)
 #define SR_FRAME_BIG (1u << 20)
 
-/* Fails at once on a broken ring; else starts collective `kind`. */
+/* Fails at once on a broken ring (or none); else counts the collective
+ * this call starts (ring->seq, the frames' seq). */
 static int
 begin(struct sr_ring *ring, struct sr_error *err)
 {
@@ -52,7 +53,7 @@ begin(struct sr_ring *ring, struct sr_error *err)
 static int
 run(struct sr_ring *ring, struct sr_transfer *x, struct sr_error *err)
 {
-	if (sr_engine_run(ring, x, err) == 0)
+	if (sr_engine_run(ring->engine, x, err) == 0)
 		return 0;
 	err->rank = ring->rank;
 	sr_ring_fail(ring, err);
@@ -66,6 +67,16 @@ nomem(struct sr_ring *ring, struct sr_error *err)
 	err->rank = ring->rank;
 	sr_ring_fail(ring, err);
 	return -1;
+}
+
+/* A transfer set up by hand runs on the ring's two links, in the
+ * collective under way. */
+static void
+ring_links(const struct sr_ring *ring, struct sr_transfer *x)
+{
+	x->links = ring->ring_links;
+	x->nlinks = ring->nring_links;
+	x->seq = ring->seq;
 }
 
 static struct sr_frame
@@ -83,18 +94,18 @@ frame_of(const struct sr_ring *ring, uint8_t kind, uint32_t step)
  * previous rank.
  */
 struct direction {
-	enum sr_side to, from;
+	uint32_t to, from;	/* links */
 	uint32_t place;
 };
 
 static struct direction
 direction_of(const struct sr_ring *ring, bool backward)
 {
-	struct direction d = { SR_NEXT, SR_PREV, ring->rank };
+	struct direction d = { ring->next, ring->prev, ring->rank };
 
 	if (backward) {
-		d.to = SR_PREV;
-		d.from = SR_NEXT;
+		d.to = ring->prev;
+		d.from = ring->next;
 		d.place = ring->world - 1 - ring->rank;
 	}
 	return d;
@@ -113,9 +124,9 @@ add_step(struct sr_transfer *x, const struct direction *d,
 {
 	int i = x->nsends;
 
-	x->sends[i] = (struct sr_send){ .side = d->to, .data = send,
+	x->sends[i] = (struct sr_send){ .link = d->to, .data = send,
 		.len = send_len, .frame = frame, .gate = gated ? i - 1 : -1 };
-	x->recvs[i] = (struct sr_recv){ .side = d->from, .data = recv,
+	x->recvs[i] = (struct sr_recv){ .link = d->from, .data = recv,
 		.len = recv_len, .frame = frame, .reduce = local != NULL,
 		.local = local };
 	x->nsends++;
@@ -288,8 +299,8 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	uint8_t *mine = sr_ring_scratch(ring, 2 * bytes), *theirs;
 	struct sr_frame frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
 	bool odd = ring->rank % 2 == 1;
-	enum sr_side first = odd ? SR_PREV : SR_NEXT;
-	enum sr_side second = odd ? SR_NEXT : SR_PREV;
+	uint32_t first = odd ? ring->prev : ring->next;
+	uint32_t second = odd ? ring->next : ring->prev;
 	struct sr_transfer x;
 
 	if (mine == NULL || sr_ring_plan(ring, 2, &x) != 0)
@@ -300,16 +311,16 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
 	/* The partner's input, folded lower rank first. */
-	x.sends[0] = (struct sr_send){ .side = first, .data = send,
+	x.sends[0] = (struct sr_send){ .link = first, .data = send,
 		.len = bytes, .frame = frame, .gate = -1 };
-	x.recvs[0] = (struct sr_recv){ .side = first, .data = mine,
+	x.recvs[0] = (struct sr_recv){ .link = first, .data = mine,
 		.len = bytes, .frame = frame, .reduce = true, .local = send,
 		.swap = odd };
 	/* The pair's result goes on as it is folded. */
 	frame.step = 1;
-	x.sends[1] = (struct sr_send){ .side = second, .data = mine,
+	x.sends[1] = (struct sr_send){ .link = second, .data = mine,
 		.len = bytes, .frame = frame, .gate = 0 };
-	x.recvs[1] = (struct sr_recv){ .side = second, .data = theirs,
+	x.recvs[1] = (struct sr_recv){ .link = second, .data = theirs,
 		.len = bytes, .frame = frame };
 	x.nsends = x.nrecvs = 2;
 	if (run(ring, &x, err) != 0)
@@ -454,10 +465,11 @@ sr_broadcast(struct sr_ring *ring, void *buf, size_t bytes, uint32_t root,
 	 * the rank before the root ends it. */
 	frame = frame_of(ring, SR_FRAME_BROADCAST, root);
 	last = (root + n - 1) % n;
-	s = (struct sr_send){ .side = SR_NEXT, .data = buf, .len = bytes,
+	s = (struct sr_send){ .link = ring->next, .data = buf, .len = bytes,
 		.frame = frame, .gate = ring->rank == root ? -1 : 0 };
-	v = (struct sr_recv){ .side = SR_PREV, .data = buf, .len = bytes,
+	v = (struct sr_recv){ .link = ring->prev, .data = buf, .len = bytes,
 		.frame = frame };
+	ring_links(ring, &x);
 	x.nsends = ring->rank == last ? 0 : 1;
 	x.nrecvs = ring->rank == root ? 0 : 1;
 	return run(ring, &x, err);
@@ -481,10 +493,11 @@ sr_ring_shift(struct sr_ring *ring, const void *send, void *recv, size_t bytes,
 		return 0;
 	}
 	frame = frame_of(ring, SR_FRAME_SHIFT, 0);
-	s = (struct sr_send){ .side = SR_NEXT, .data = send, .len = bytes,
+	s = (struct sr_send){ .link = ring->next, .data = send, .len = bytes,
 		.frame = frame, .gate = -1 };
-	v = (struct sr_recv){ .side = SR_PREV, .data = recv, .len = bytes,
+	v = (struct sr_recv){ .link = ring->prev, .data = recv, .len = bytes,
 		.frame = frame };
+	ring_links(ring, &x);
 	return run(ring, &x, err);
 }
 
@@ -514,25 +527,26 @@ sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf, size_t bytes,
 	there = frame_of(ring, SR_FRAME_LINK, 0);
 	back = frame_of(ring, SR_FRAME_LINK, 1);
 	if (ring->rank == from) {
-		s = (struct sr_send){ .side = SR_NEXT, .data = buf,
+		s = (struct sr_send){ .link = ring->next, .data = buf,
 			.len = bytes, .frame = there, .gate = -1 };
-		v = (struct sr_recv){ .side = SR_NEXT, .data = buf, .len = echo,
+		v = (struct sr_recv){ .link = ring->next, .data = buf, .len = echo,
 			.frame = back };
 	} else {
-		v = (struct sr_recv){ .side = SR_PREV, .data = buf,
+		v = (struct sr_recv){ .link = ring->prev, .data = buf,
 			.len = bytes, .frame = there };
-		s = (struct sr_send){ .side = SR_PREV, .data = buf, .len = echo,
+		s = (struct sr_send){ .link = ring->prev, .data = buf, .len = echo,
 			.frame = back, .gate = 0 };
 	}
+	ring_links(ring, &x);
 	return run(ring, &x, err);
 }
 
-/* The neighbour on `side` sent a goodbye this rank cannot agree with. */
+/* The neighbour on `link` sent a goodbye this rank cannot agree with. */
 static int
-bad_goodbye(struct sr_ring *ring, enum sr_side side,
+bad_goodbye(struct sr_ring *ring, uint32_t link,
     const struct sr_goodbye *bye, struct sr_error *err)
 {
-	struct sr_peer *p = &ring->peer[side];
+	const struct sr_link *p = &ring->links[link];
 
 	sr_error_set(err, SR_EOUT_OF_STEP, SR_PHASE_CLOSE, "out of step at the "
 	    "close: rank %u (%s) said goodbye as rank %u of %u after %llu "
@@ -559,6 +573,7 @@ static int
 exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 {
 	uint8_t mine[SR_GOODBYE_LEN], theirs[2][SR_GOODBYE_LEN];
+	const uint32_t link[2] = { ring->next, ring->prev };
 	struct sr_goodbye bye = { .collectives = ring->seq,
 		.rank = ring->rank, .world = ring->world };
 	struct sr_frame frame = { .kind = SR_FRAME_BYE, .seq = ring->seq,
@@ -570,10 +585,10 @@ exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 	sr_goodbye_encode(&bye, mine);
 	x.dtype = SR_U32;
 	for (int s = 0; s < 2; s++) {
-		x.sends[s] = (struct sr_send){ .side = (enum sr_side)s,
+		x.sends[s] = (struct sr_send){ .link = link[s],
 			.data = mine, .len = SR_GOODBYE_LEN, .frame = frame,
 			.gate = -1 };
-		x.recvs[s] = (struct sr_recv){ .side = (enum sr_side)s,
+		x.recvs[s] = (struct sr_recv){ .link = link[s],
 			.data = theirs[s], .len = SR_GOODBYE_LEN,
 			.frame = frame };
 	}
@@ -583,10 +598,10 @@ exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 	for (int s = 0; s < 2; s++) {
 		sr_goodbye_decode(theirs[s], &bye);
 		if (bye.collectives != ring->seq || bye.world != ring->world ||
-		    bye.rank != ring->peer[s].rank)
-			return bad_goodbye(ring, (enum sr_side)s, &bye, err);
+		    bye.rank != ring->links[link[s]].rank)
+			return bad_goodbye(ring, link[s], &bye, err);
 		/* From now on its EOF is a clean end. */
-		ring->peer[s].bye = true;
+		sr_link_goodbye(&ring->links[link[s]]);
 	}
 	return 0;
 }
@@ -604,13 +619,13 @@ drain_to_eof(struct sr_ring *ring, struct sr_error *err)
 {
 	struct sr_transfer x;
 
-	for (int s = 0; s < 2; s++)
-		shutdown(ring->peer[s].fd, SHUT_WR);
+	for (int i = 0; i < ring->nring_links; i++)
+		sr_link_shutdown(&ring->links[ring->ring_links[i]]);
 	if (sr_ring_plan(ring, 1, &x) != 0)
 		return 0;
 	x.drain = true;
 	x.dtype = SR_U32;
-	if (sr_engine_run(ring, &x, err) == 0 || err->code == SR_ETIMEOUT) {
+	if (sr_engine_run(ring->engine, &x, err) == 0 || err->code == SR_ETIMEOUT) {
 		sr_error_clear(err);
 		return 0;
 	}

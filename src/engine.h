@@ -1,5 +1,6 @@
 /*
- * engine.h - the transfer engine (engine.c): one collective's frames on a rank's links.
+ * engine.h - the transfer engine (engine.c, engine_recv.c): one
+ * collective's frames on any number of a rank's links at once.
  */
 #ifndef SR_ENGINE_H
 #define SR_ENGINE_H
@@ -11,17 +12,16 @@
 #include "silvic_ring.h"
 #include "wire.h"
 
-struct sr_ring;
-
-enum sr_side { SR_NEXT = 0, SR_PREV = 1 };
+struct sr_link;
 
 /*
- * One frame to send: `len` bytes at data, on side `side`.  When gate >= 0
- * only the bytes the receive `gate` has already finished may be sent (the
- * data forwards what that receive brings).
+ * One frame to send: `len` bytes at data, on link `link` (an index into
+ * the ring's links).  When gate >= 0 only the bytes the receive `gate`
+ * has already finished may be sent (the data forwards what that receive
+ * brings).
  */
 struct sr_send {
-	enum sr_side side;
+	uint32_t link;
 	const uint8_t *data;
 	uint64_t len;
 	int gate;
@@ -32,12 +32,12 @@ struct sr_send {
 };
 
 /*
- * One frame to receive into data (len bytes) from `side`.  With reduce set
- * the payload is folded into data with (dtype, op) instead of copied.
- * data may be NULL to discard the payload.
+ * One frame to receive into data (len bytes) from link `link`.  With
+ * reduce set the payload is folded into data with (dtype, op) instead of
+ * copied.  data may be NULL to discard the payload.
  */
 struct sr_recv {
-	enum sr_side side;
+	uint32_t link;
 	uint8_t *data;
 	uint64_t len;
 	/* With reduce: data = op(local, payload); local may be data.  With
@@ -55,28 +55,76 @@ struct sr_recv {
 	bool complete;
 };
 
+/*
+ * A transfer: per link, sends go out in list order and receives come in
+ * in list order; links move independently of one another.
+ */
 struct sr_transfer {
 	struct sr_send *sends;
 	int nsends;
 	struct sr_recv *recvs;
 	int nrecvs;
+	/*
+	 * The links the transfer runs on, each once: every send's and
+	 * receive's link, and any other it must watch (for an abort, a
+	 * close, or a later collective's frame waiting its turn).  They are
+	 * served in this order, and the first with a receive due is the one
+	 * a heartbeat says this rank waits on (a ring lists its previous
+	 * rank first: that is whom a ring step waits on).
+	 */
+	const uint32_t *links;
+	int nlinks;
 	enum sr_dtype dtype;
 	enum sr_op op;
 	/* Payload bytes per frame at most (0: SR_FRAME_MAX); the same on
 	 * every rank, as both ends cut a send into frames alike. */
 	uint64_t frame_max;
-	/* Closing: done only at both peers' EOF (after their goodbyes);
-	 * any frame but a heartbeat or an abort is out of step. */
+	/* Closing: done only at every link's EOF (after the goodbyes); any
+	 * frame but a heartbeat or an abort is out of step. */
 	bool drain;
+	/* The collective's number (its frames' seq): heartbeats carry it,
+	 * and a frame of a higher one may wait for its turn. */
+	uint64_t seq;
 };
 
 /* A waiting rank's heartbeats are a quarter timeout apart, at most this. */
 #define SR_HEARTBEAT_MAX_NS (1000LL * 1000000)
+/* A rank busy-polls its links this long before it sleeps in poll: a
+ * blocking wake-up costs tens of microseconds, a small frame's whole
+ * round trip about as much. */
+#define SR_SPIN_NS (50LL * 1000)
 
-/* Runs a transfer to completion or failure (then the ring is failed). */
-int sr_engine_run(struct sr_ring *ring, struct sr_transfer *xfer,
+/* What an engine runs on. */
+struct sr_engine_config {
+	struct sr_link *links;	/* the transfers' link indexes index these */
+	uint32_t nlinks;
+	/* Every rank's address, for naming the rank an abort blames. */
+	char *const *addresses;
+	uint32_t world;
+	/* When non-NULL and set non-zero, a wait ends with
+	 * SR_EINTERRUPTED at the next wake-up. */
+	volatile int *cancel;
+	int64_t timeout_ms;	/* the silence timeout, > 0 */
+	bool integrity;		/* frames carry a CRC-32C trailer */
+};
+
+/* The engine's state between transfers (a cursor and a reduction
+ * segment per link, the first abort heard); NULL on ENOMEM.  The links
+ * stay the caller's. */
+struct sr_engine;
+struct sr_engine *sr_engine_new(const struct sr_engine_config *config);
+void sr_engine_free(struct sr_engine *engine);
+void sr_engine_set_timeout(struct sr_engine *engine, int64_t timeout_ms);
+
+/*
+ * Runs a transfer to completion (0) or failure (-1 with err; the caller
+ * then fails the ring).  A peer's abort fails it with the origin's class
+ * and words, and the rank it blamed as err's peer.
+ */
+int sr_engine_run(struct sr_engine *engine, struct sr_transfer *xfer,
     struct sr_error *err);
-
+/* The first abort heard, to be forwarded verbatim, or NULL. */
+const struct sr_abort *sr_engine_heard(const struct sr_engine *engine);
 
 /* Frames carry at most this much payload unless a transfer says otherwise:
  * a forwarding rank sends a piece once it has all of it, so this is also

@@ -9,33 +9,23 @@
  * (sr_ring_finish in collectives.c); what is left here is reading the
  * neighbours to their EOF.
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-#include <linux/sockios.h>
 
-#include "auth.h"
 #include "clock.h"
-#include "crc32c.h"
+#include "engine.h"
 #include "error.h"
 #include "formation.h"
 #include "listener.h"
 #include "ring.h"
 #include "sock.h"
+#include "transport.h"
 #include "wire.h"
-#include "listener.h"
 
-/* How long a failing rank spends telling its neighbours (sending its
- * abort, then lingering until the neighbours' kernels have it). */
+/* How long a failing rank spends telling its peers (sending its abort,
+ * then lingering until the peers' kernels have it). */
 #define ABORT_BUDGET_NS (1000LL * 1000000)
-/* How often a lingering rank looks whether its abort was acknowledged. */
-#define LINGER_POLL_MS 5
-#define SR_SPIN_NS (50LL * 1000)
 
 void
 sr_ring_options_init(struct sr_ring_options *options)
@@ -52,11 +42,11 @@ ring_free(struct sr_ring *ring)
 			free(ring->addresses[i]);
 		free(ring->addresses);
 	}
-	for (int s = 0; s < 2; s++)
-		if (ring->peer[s].fd >= 0)
-			close(ring->peer[s].fd);
+	for (uint32_t i = 0; ring->links != NULL && i < ring->nlinks; i++)
+		sr_link_close(&ring->links[i]);
+	free(ring->links);
+	sr_engine_free(ring->engine);
 	free(ring->scratch);
-	free(ring->segment);
 	free(ring->plan_sends);
 	free(ring->plan_recvs);
 	free(ring);
@@ -120,9 +110,9 @@ check_config(uint64_t rank, uint64_t world, const char *const *addresses,
 	return 0;
 }
 
-static struct sr_ring *
-ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
-    uint64_t token, const struct sr_ring_options *options)
+struct sr_ring *
+sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
+    uint64_t token, const struct sr_ring_options *options, uint32_t nlinks)
 {
 	struct sr_ring *ring = calloc(1, sizeof(*ring));
 
@@ -134,17 +124,26 @@ ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->timeout_ms = options->timeout_ms;
 	ring->cancel = options->cancel;
 	ring->integrity = options->integrity;
-	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
 	sr_error_clear(&ring->failure);
 	if (world == 1)
 		return ring;
 	ring->addresses = calloc((size_t)world, sizeof(char *));
-	ring->segment = malloc(2 * SR_SEGMENT);
-	if (ring->addresses == NULL || ring->segment == NULL)
+	ring->links = calloc(nlinks, sizeof(*ring->links));
+	if (ring->addresses == NULL || ring->links == NULL)
 		goto fail;
+	ring->nlinks = nlinks;
+	for (uint32_t i = 0; i < nlinks; i++)
+		sr_link_init(&ring->links[i]);
 	for (uint64_t i = 0; i < world; i++)
 		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
 			goto fail;
+	ring->engine = sr_engine_new(&(struct sr_engine_config){
+		.links = ring->links, .nlinks = nlinks,
+		.addresses = ring->addresses, .world = ring->world,
+		.cancel = ring->cancel, .timeout_ms = ring->timeout_ms,
+		.integrity = ring->integrity });
+	if (ring->engine == NULL)
+		goto fail;
 	return ring;
 fail:
 	ring_free(ring);
@@ -169,19 +168,27 @@ set_congestion(int fd, const char *want)
 		(void)sr_sock_set_congestion(fd, want, NULL, 0);
 }
 
-static void
-set_peer(struct sr_ring *ring, enum sr_side side, int fd, uint32_t rank,
+void
+sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next, uint32_t prev)
+{
+	ring->next = next;
+	ring->prev = prev;
+	ring->ring_links[0] = prev;
+	ring->ring_links[1] = next;
+	ring->nring_links = next == prev ? 1 : 2;
+}
+
+void
+sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd, uint32_t peer,
     const char *congestion)
 {
-	struct sr_peer *p = &ring->peer[side];
+	struct sr_link *l = &ring->links[index];
 
-	p->fd = fd;
-	p->rank = rank;
-	snprintf(p->address, sizeof(p->address), "%s", ring->addresses[rank]);
-	sr_sock_nonblocking(fd);
+	sr_link_open(l, fd, ring->rank, peer, ring->addresses[peer],
+	    ring->integrity);
 	sr_sock_tune(fd, ring->timeout_ms);
 	set_congestion(fd, congestion);
-	if (side == SR_NEXT)
+	if (index == ring->next)
 		sr_sock_get_congestion(fd, ring->congestion,
 		    sizeof(ring->congestion));
 }
@@ -204,7 +211,8 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 	}
 	if (check_config(rank, world, addresses, options, err) != 0)
 		goto fail;
-	if ((ring = ring_new(rank, world, addresses, token, options)) == NULL) {
+	if ((ring = sr_ring_new(rank, world, addresses, token, options,
+	    2)) == NULL) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
 		goto fail;
 	}
@@ -221,12 +229,12 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 			ring_free(ring);
 			goto fail;
 		}
-		set_peer(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world,
-		    options->congestion);
-		set_peer(ring, SR_PREV, prev_fd,
+		sr_ring_set_neighbours(ring, SR_NEXT, SR_PREV);
+		sr_ring_set_link(ring, SR_NEXT, next_fd,
+		    (ring->rank + 1) % ring->world, options->congestion);
+		sr_ring_set_link(ring, SR_PREV, prev_fd,
 		    (ring->rank + ring->world - 1) % ring->world,
 		    options->congestion);
-		ring->spin_ns = SR_SPIN_NS;
 	}
 	sr_listener_close(listener);
 	*out = ring;
@@ -243,9 +251,11 @@ sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms)
 	if (timeout_ms <= 0)
 		return;
 	ring->timeout_ms = timeout_ms;
-	for (int s = 0; s < 2; s++)
-		if (ring->peer[s].fd >= 0)
-			sr_sock_tune(ring->peer[s].fd, timeout_ms);
+	if (ring->engine != NULL)
+		sr_engine_set_timeout(ring->engine, timeout_ms);
+	for (uint32_t i = 0; i < ring->nlinks; i++)
+		if (ring->links[i].fd >= 0)
+			sr_sock_tune(ring->links[i].fd, timeout_ms);
 }
 
 const char *
@@ -310,7 +320,8 @@ sr_ring_plan(struct sr_ring *ring, int steps, struct sr_transfer *x)
 		ring->plan_size = (size_t)steps;
 	}
 	*x = (struct sr_transfer){ .sends = ring->plan_sends,
-		.recvs = ring->plan_recvs };
+		.recvs = ring->plan_recvs, .links = ring->ring_links,
+		.nlinks = ring->nring_links, .seq = ring->seq };
 	return 0;
 }
 
@@ -322,191 +333,24 @@ sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err)
 	return -1;
 }
 
-/*
- * Writes len bytes to a peer within the deadline.  An abort must start at
- * a frame boundary: a frame of which nothing went out is dropped, one
- * under way is finished first with its own bytes, which the engine only
- * starts to send once it holds them all (engine.c, start_piece), and
- * with integrity checks, the trailer that covers them.
- */
-static void
-send_bounded(struct sr_peer *p, bool integrity, const uint8_t *bytes,
-    size_t len, int64_t deadline)
-{
-	if (p->tx_header_left == SR_FRAME_HEADER_LEN) {
-		p->tx_header_left = 0;
-		p->tx_payload_left = 0;
-		p->tx_trailer_left = 0;
-	}
-	while (p->tx_header_left > 0 || p->tx_payload_left > 0 ||
-	    p->tx_trailer_left > 0 || len > 0) {
-		struct pollfd pfd = { .fd = p->fd, .events = POLLOUT };
-		const uint8_t *from;
-		size_t want;
-		ssize_t n;
-
-		if (p->tx_header_left > 0) {
-			from = p->tx_header + SR_FRAME_HEADER_LEN -
-			    p->tx_header_left;
-			want = p->tx_header_left;
-		} else if (p->tx_payload_left > 0) {
-			from = p->tx_data;
-			want = p->tx_payload_left > SR_IO_MAX ? SR_IO_MAX :
-			    (size_t)p->tx_payload_left;
-		} else if (p->tx_trailer_left > 0) {
-			from = p->tx_trailer + SR_TRAILER_LEN - p->tx_trailer_left;
-			want = p->tx_trailer_left;
-		} else {
-			from = bytes;
-			want = len;
-		}
-		n = send(p->fd, from, want, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EAGAIN) {
-			if (poll(&pfd, 1, sr_clock_left_ms(deadline)) <= 0 &&
-			    sr_clock_ns() >= deadline)
-				return;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		if (p->tx_header_left > 0) {
-			p->tx_header_left -= (size_t)n;
-		} else if (p->tx_payload_left > 0) {
-			if (integrity)
-				p->tx_crc = sr_crc32c(p->tx_crc, p->tx_data,
-				    (size_t)n);
-			p->tx_data += n;
-			p->tx_payload_left -= (uint64_t)n;
-			if (integrity && p->tx_payload_left == 0) {
-				sr_put_u32le(p->tx_trailer, p->tx_crc);
-				p->tx_trailer_left = SR_TRAILER_LEN;
-			}
-		} else if (p->tx_trailer_left > 0) {
-			p->tx_trailer_left -= (size_t)n;
-		} else {
-			bytes += n;
-			len -= (size_t)n;
-		}
-	}
-}
-
-static size_t
-control_frame(uint8_t kind, const uint8_t *payload, size_t len, uint8_t *out)
-{
-	struct sr_frame frame = { .kind = kind, .length = len };
-
-	sr_frame_encode(&frame, out);
-	if (len > 0)
-		memcpy(out + SR_FRAME_HEADER_LEN, payload, len);
-	return SR_FRAME_HEADER_LEN + len;
-}
-
-void
-sr_ring_heard_abort(struct sr_ring *ring, const struct sr_abort *abort,
-    struct sr_error *err)
-{
-	if (!ring->heard_abort) {
-		ring->heard = *abort;
-		ring->heard_abort = true;
-	}
-	sr_error_set(err, sr_wire_to_code(abort->wire_class),
-	    SR_PHASE_COLLECTIVE, "rank %u reported: %s", abort->origin,
-	    abort->reason);
-	err->origin = abort->origin;
-	err->peer = -1;
-	err->peer_address[0] = '\0';
-	if (abort->culprit != SR_NO_RANK) {
-		err->peer = abort->culprit;
-		if (abort->culprit < ring->world)
-			snprintf(err->peer_address, sizeof(err->peer_address),
-			    "%s", ring->addresses[abort->culprit]);
-	} else if (abort->origin < ring->world) {
-		err->peer = abort->origin;
-		snprintf(err->peer_address, sizeof(err->peer_address), "%s",
-		    ring->addresses[abort->origin]);
-	}
-}
-
-/* Whether fd is a TCP socket whose sent bytes the peer has not all
- * acknowledged yet (a reset now would discard them).  Other sockets
- * (AF_UNIX pairs in tests) keep what they delivered. */
-static bool
-unacknowledged(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int queued = 0;
-
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
-	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
-		return false;
-	if (ioctl(fd, SIOCOUTQ, &queued) != 0)
-		return false;
-	return queued > 0;
-}
-
-/*
- * After the abort went out and the write sides were shut: waits, within
- * the deadline, until each neighbour's kernel has acknowledged every byte
- * (or the neighbour is gone), reading and dropping what comes meanwhile
- * (this rank has failed; a neighbour blocked sending to it must not stay
- * blocked).  Closing earlier with unread bytes would send a reset, which
- * discards what is still queued: the abort itself.
- */
-static void
-linger(struct sr_ring *ring, int64_t deadline)
-{
-	uint8_t sink[4096];
-	bool open[2];
-
-	for (int s = 0; s < 2; s++)
-		open[s] = ring->peer[s].fd >= 0;
-	while (open[0] || open[1]) {
-		struct pollfd fds[2];
-		int wait = sr_clock_left_ms(deadline);
-
-		for (int s = 0; s < 2; s++) {
-			if (open[s] && !unacknowledged(ring->peer[s].fd))
-				open[s] = false;
-			fds[s].fd = open[s] ? ring->peer[s].fd : -1;
-			fds[s].events = POLLIN;
-			fds[s].revents = 0;
-		}
-		if ((!open[0] && !open[1]) || wait == 0)
-			return;
-		if (poll(fds, 2, wait < LINGER_POLL_MS ? wait : LINGER_POLL_MS) < 0 &&
-		    errno != EINTR)
-			return;
-		for (int s = 0; s < 2; s++) {
-			ssize_t n;
-
-			if (!open[s] || fds[s].revents == 0)
-				continue;
-			n = recv(fds[s].fd, sink, sizeof(sink), MSG_DONTWAIT);
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-				open[s] = false;
-		}
-	}
-}
-
 void
 sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
 {
-	uint8_t payload[SR_ABORT_MAX], frame[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	uint8_t payload[SR_ABORT_MAX];
+	struct sr_link *open[ring->nlinks > 0 ? ring->nlinks : 1];
+	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
 	struct sr_abort abort;
 	int64_t deadline = sr_clock_ns() + ABORT_BUDGET_NS;
-	size_t n;
+	int n = 0;
 
 	if (ring->failed)
 		return;
 	ring->failed = true;
 	ring->failure = *err;
 	ring->failure.rank = ring->rank;
-	if (err->origin >= 0 && ring->heard_abort) {
+	if (err->origin >= 0 && sr_engine_heard(ring->engine) != NULL) {
 		/* Forwarding: the origin's own fields, unchanged. */
-		abort = ring->heard;
+		abort = *sr_engine_heard(ring->engine);
 	} else {
 		memset(&abort, 0, sizeof(abort));
 		abort.origin = ring->rank;
@@ -516,19 +360,16 @@ sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
 		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
 		    err->message);
 	}
-	n = control_frame(SR_FRAME_ABORT, payload,
-	    sr_abort_encode(&abort, payload, sizeof(payload)), frame);
-	for (int s = 0; s < 2; s++) {
-		struct sr_peer *p = &ring->peer[s];
-
-		if (p->fd < 0)
+	frame.length = sr_abort_encode(&abort, payload, sizeof(payload));
+	for (uint32_t i = 0; i < ring->nlinks; i++) {
+		if (ring->links[i].fd < 0)
 			continue;
 		/* A lost peer fails the send at once (EPIPE); a stopped one
 		 * costs at most the budget. */
-		send_bounded(p, ring->integrity, frame, n, deadline);
-		shutdown(p->fd, SHUT_WR);
+		sr_link_last_words(&ring->links[i], &frame, payload, deadline);
+		open[n++] = &ring->links[i];
 	}
-	linger(ring, deadline);
+	sr_link_linger(open, n, deadline);
 }
 
 void

@@ -446,12 +446,20 @@ sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN], struct sr_goodbye *bye)
 	bye->world = sr_get_u32le(in + SR_GOODBYE_OFF_WORLD);
 }
 
+struct sr_frame
+sr_heartbeat_frame(uint32_t waits_on, uint64_t seq)
+{
+	struct sr_frame frame = { .kind = SR_FRAME_HEARTBEAT,
+		.step = waits_on, .seq = seq };
+
+	return frame;
+}
+
 void
 sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
     uint8_t out[SR_FRAME_HEADER_LEN])
 {
-	struct sr_frame frame = { .kind = SR_FRAME_HEARTBEAT,
-		.step = waits_on, .seq = seq };
+	struct sr_frame frame = sr_heartbeat_frame(waits_on, seq);
 
 	sr_frame_encode(&frame, out);
 }

@@ -420,6 +420,7 @@ void sr_goodbye_decode(const uint8_t in[SR_GOODBYE_LEN],
  *	8	8	seq	u64: the collectives the sender has begun
  *	16	8	length	u64: 0
  */
+struct sr_frame sr_heartbeat_frame(uint32_t waits_on, uint64_t seq);
 void sr_heartbeat_encode(uint32_t waits_on, uint64_t seq,
     uint8_t out[SR_FRAME_HEADER_LEN]);
 

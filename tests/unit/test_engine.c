@@ -42,44 +42,30 @@ struct fake {
 	int far[2];
 };
 
-/* What ring_new and set_peer in ring.c would build for rank 1 of 3, but
- * with socketpairs for sockets. */
+/* What sr_ring_connect would build for rank 1 of 3, but with socketpairs
+ * for sockets. */
 static int
-fake_build(struct fake *f, int64_t timeout_ms)
+fake_build(struct fake *f, int64_t timeout_ms, bool integrity)
 {
-	struct sr_ring *ring;
+	struct sr_ring_options options;
 	static const uint32_t ranks[2] = { [SR_NEXT] = NEXT_RANK,
 		[SR_PREV] = PREV_RANK };
 
 	f->far[0] = f->far[1] = -1;
-	if ((f->ring = ring = calloc(1, sizeof(*ring))) == NULL)
+	sr_ring_options_init(&options);
+	options.timeout_ms = timeout_ms;
+	options.integrity = integrity;
+	f->ring = sr_ring_new(RANK, WORLD, addresses, 7, &options, 2);
+	if (f->ring == NULL)
 		return -1;
-	ring->rank = RANK;
-	ring->world = WORLD;
-	ring->token = 7;
-	ring->timeout_ms = timeout_ms;
-	ring->peer[SR_NEXT].fd = ring->peer[SR_PREV].fd = -1;
-	sr_error_clear(&ring->failure);
-	ring->segment = malloc(2 * SR_SEGMENT);
-	ring->addresses = calloc(WORLD, sizeof(char *));
-	if (ring->segment == NULL || ring->addresses == NULL)
-		return -1;
-	for (int i = 0; i < WORLD; i++)
-		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
-			return -1;
+	sr_ring_set_neighbours(f->ring, SR_NEXT, SR_PREV);
 	for (int s = 0; s < 2; s++) {
-		struct sr_peer *p = &ring->peer[s];
 		int sv[2];
 
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 			return -1;
-		p->fd = sv[0];
+		sr_ring_set_link(f->ring, (uint32_t)s, sv[0], ranks[s], NULL);
 		f->far[s] = sv[1];
-		if (fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK) != 0)
-			return -1;
-		p->rank = ranks[s];
-		snprintf(p->address, sizeof(p->address), "%s",
-		    addresses[ranks[s]]);
 	}
 	return 0;
 }
@@ -97,13 +83,19 @@ fake_close(struct fake *f)
 
 /* A fake ring, or -1 (a failed check, nothing left open). */
 static int
-fake_open(struct fake *f, int64_t timeout_ms)
+fake_open_with(struct fake *f, int64_t timeout_ms, bool integrity)
 {
-	if (fake_build(f, timeout_ms) == 0)
+	if (fake_build(f, timeout_ms, integrity) == 0)
 		return 0;
 	CHECKF(0, "building the fake ring: %s", strerror(errno));
 	fake_close(f);
 	return -1;
+}
+
+static int
+fake_open(struct fake *f, int64_t timeout_ms)
+{
+	return fake_open_with(f, timeout_ms, false);
 }
 
 static int64_t
@@ -439,9 +431,9 @@ expect_out_of_step(const struct sr_frame *bad, const char *saw)
 	CHECKF(contains(err.message, got), "%s", err.message);
 	/* Checked before any payload reaches the caller; a small frame is
 	 * read whole, but never more than the frame this rank expected. */
-	CHECKF(pending(f.ring->peer[SR_PREV].fd) ==
+	CHECKF(pending(f.ring->links[SR_PREV].fd) ==
 	    (int)(sizeof(payload) - BYTES), "%d bytes left unread",
-	    pending(f.ring->peer[SR_PREV].fd));
+	    pending(f.ring->links[SR_PREV].fd));
 	for (size_t i = 0; i < sizeof(buf); i++)
 		CHECKF(buf[i] == 0xee, "buf[%zu] written", i);
 	CHECK(f.ring->failed);
@@ -524,7 +516,7 @@ abort_of_absurd_length_is_rejected(void)
 	CHECKF(contains(err.message, "an abort frame of 9223372036854775808 "
 	    "bytes (not a silvic frame) came from rank 0 (10.0.0.1:4100)"),
 	    "%s", err.message);
-	CHECK(pending(f.ring->peer[SR_PREV].fd) ==
+	CHECK(pending(f.ring->links[SR_PREV].fd) ==
 	    (int)(sizeof(payload) - BYTES));
 	fake_close(&f);
 }
@@ -549,8 +541,8 @@ large_frame_payload_waits_for_its_header(void)
 	CHECK(sr_broadcast(f.ring, buf, sizeof(buf), PREV_RANK, &err) == -1);
 	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
 	    sr_code_name(err.code));
-	CHECKF(pending(f.ring->peer[SR_PREV].fd) == (int)sizeof(payload),
-	    "%d bytes left unread", pending(f.ring->peer[SR_PREV].fd));
+	CHECKF(pending(f.ring->links[SR_PREV].fd) == (int)sizeof(payload),
+	    "%d bytes left unread", pending(f.ring->links[SR_PREV].fd));
 	for (size_t i = 0; i < sizeof(buf); i++)
 		CHECKF(buf[i] == 0xee, "buf[%zu] written", i);
 	fake_close(&f);
@@ -932,9 +924,8 @@ integrity_checked_frame_is_accepted_and_forwarded_with_a_trailer(void)
 	    SR_TRAILER_LEN];
 	struct sr_frame frame = broadcast_frame(BYTES);
 
-	if (fake_open(&f, TIMEOUT_MS) != 0)
+	if (fake_open_with(&f, TIMEOUT_MS, true) != 0)
 		return;
-	f.ring->integrity = true;
 	fill_pattern(sent, BYTES, 3);
 	put_checked_frame(f.far[SR_PREV], &frame, sent, BYTES, 0);
 	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
@@ -955,9 +946,8 @@ integrity_flipped_bit_is_corrupt_naming_the_peer(void)
 	uint8_t sent[BYTES], buf[BYTES];
 	struct sr_frame frame = broadcast_frame(BYTES);
 
-	if (fake_open(&f, TIMEOUT_MS) != 0)
+	if (fake_open_with(&f, TIMEOUT_MS, true) != 0)
 		return;
-	f.ring->integrity = true;
 	fill_pattern(sent, BYTES, 9);
 	put_checked_frame(f.far[SR_PREV], &frame, sent, BYTES, 17);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
@@ -1018,7 +1008,7 @@ heartbeats_before_a_frame_are_taken(void)
 	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
 	    err.message);
 	CHECK(memcmp(buf, payload, BYTES) == 0);
-	CHECK(f.ring->peer[SR_PREV].waits_on == SR_NO_RANK);
+	CHECK(f.ring->links[SR_PREV].waits_on == SR_NO_RANK);
 	fake_close(&f);
 
 	/* The same fed one byte at a time. */
@@ -1034,7 +1024,7 @@ heartbeats_before_a_frame_are_taken(void)
 	CHECKF(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == 0, "%s",
 	    err.message);
 	CHECK(memcmp(buf, payload, BYTES) == 0);
-	CHECK(f.ring->peer[SR_PREV].waits_on == RANK);
+	CHECK(f.ring->links[SR_PREV].waits_on == RANK);
 	CHECK(reap(pid) == 0);
 	fake_close(&f);
 }
@@ -1084,7 +1074,7 @@ heartbeats_keep_a_waiting_rank_from_timing_out(void)
 	CHECKF(now_ms() - start >= 500, "took %lld ms",
 	    (long long)(now_ms() - start));
 	CHECK(memcmp(buf, wire + SR_FRAME_HEADER_LEN, BYTES) == 0);
-	CHECK(f.ring->peer[SR_PREV].waits_on == PREV_RANK + 10);
+	CHECK(f.ring->links[SR_PREV].waits_on == PREV_RANK + 10);
 	CHECK(reap(pid) == 0);
 	fake_close(&f);
 }

@@ -962,7 +962,7 @@ strays_case(bool rank1_first)
 		printf("# rank 1 formed its links in %.1f ms past %d strays: %s\n",
 		    formed, rep->strays, rep->text);
 		/* Held up, it forms once the stray's hello deadline (5 s,
-		 * handshake.c's HELLO_TIMEOUT_NS) from its accept has passed:
+		 * acceptor.c's HELLO_TIMEOUT_NS) from its accept has passed:
 		 * half that is far from both, loaded machine or not. */
 		CHECKF(formed < 2500, "the silent stray held rank 1 up: the ring "
 		    "took %.0f ms to form", formed);

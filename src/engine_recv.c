@@ -1,0 +1,355 @@
+/*
+ * engine_recv.c - the engine's receiving half: each link's next frame
+ * judged against the one this rank expects, its payload copied, folded
+ * or discarded where the transfer says, its trailer checked.
+ *
+ * A header is judged before a byte of its payload is read (the link
+ * hands it over whole, transport.c), so a frame this rank did not expect
+ * writes nothing anywhere, and a header of a later collective waits in
+ * its link until that collective.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "reduce.h"
+#include "transport.h"
+#include "wire.h"
+
+void
+sr_engine_abort_heard(struct run *r, const struct sr_abort *abort,
+    struct sr_error *err)
+{
+	struct sr_engine *e = r->e;
+
+	if (!e->heard_abort) {
+		e->heard = *abort;
+		e->heard_abort = true;
+	}
+	sr_error_set(err, sr_wire_to_code(abort->wire_class),
+	    SR_PHASE_COLLECTIVE, "rank %u reported: %s", abort->origin,
+	    abort->reason);
+	err->origin = abort->origin;
+	err->peer = -1;
+	err->peer_address[0] = '\0';
+	if (abort->culprit != SR_NO_RANK) {
+		err->peer = abort->culprit;
+		if (abort->culprit < e->c.world)
+			snprintf(err->peer_address, sizeof(err->peer_address),
+			    "%s", e->c.addresses[abort->culprit]);
+	} else if (abort->origin < e->c.world) {
+		err->peer = abort->origin;
+		snprintf(err->peer_address, sizeof(err->peer_address), "%s",
+		    e->c.addresses[abort->origin]);
+	}
+}
+
+/* The header a link holds is not the frame expected: why, in words. */
+static int
+mismatch(struct run *r, uint32_t link, const struct sr_frame *got,
+    const struct sr_frame *want, struct sr_error *err)
+{
+	char saw[160], expected[160];
+
+	sr_frame_describe(got, saw, sizeof(saw));
+	if (want->kind == SR_FRAME_BYE && got->kind == SR_FRAME_BYE &&
+	    got->step == want->step && got->seq != want->seq) {
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		    "out of step at the close: this rank ran %llu "
+		    "collective(s), and %llu were run by",
+		    (unsigned long long)want->seq, (unsigned long long)got->seq);
+		return -1;
+	}
+	if (want->kind == SR_FRAME_BYE && got->kind != SR_FRAME_BYE) {
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		    "out of step at the close: after its %llu collective(s) "
+		    "this rank still had unread a frame (%s) from",
+		    (unsigned long long)want->seq, saw);
+		return -1;
+	}
+	sr_frame_describe(want, expected, sizeof(expected));
+	sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+	    "out of step: expected %s, got %s from", expected, saw);
+	return -1;
+}
+
+/*
+ * Nothing is expected on this link: only a frame of a later collective,
+ * or the peer's goodbye, may wait here for its turn (a peer that finished
+ * this collective may start the next, or close).
+ */
+static int
+unexpected(struct run *r, uint32_t link, const struct sr_frame *got,
+    struct sr_error *err)
+{
+	char saw[160];
+
+	if ((got->seq > r->x->seq && got->kind >= SR_FRAME_ALLREDUCE &&
+	    got->kind <= SR_FRAME_LINK) ||
+	    (got->kind == SR_FRAME_BYE && !r->x->drain))
+		return 1;
+	sr_frame_describe(got, saw, sizeof(saw));
+	sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+	    "out of step: an unexpected frame (%s) came from", saw);
+	return -1;
+}
+
+/*
+ * Reads and classifies a header on a link.  Returns 1 when a header that
+ * matches `want` (or, with want NULL, one of a later collective) is
+ * ready, 0 when more bytes are needed, -1 on failure.  ahead: as for
+ * sr_link_header.
+ */
+static int
+read_header(struct run *r, uint32_t link, const struct sr_frame *want,
+    size_t ahead, struct sr_error *err)
+{
+	struct sr_link *l = run_link(r, link);
+	struct sr_abort abort;
+	const struct sr_frame *got = &l->rx_frame;
+
+	switch (sr_link_header(l, ahead, &abort)) {
+	case SR_LINK_AGAIN:
+		return 0;
+	case SR_LINK_CLOSED:
+		if (want == NULL)
+			return 0;	/* a clean close, nothing owed */
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		    "out of step: the ring was closed (it finished its "
+		    "collectives) by");
+		return -1;
+	case SR_LINK_EOF:
+		sr_engine_io_error(r, link, SR_IO_EOF, err);
+		return -1;
+	case SR_LINK_ERROR:
+		sr_engine_io_error(r, link, SR_IO_ERROR, err);
+		return -1;
+	case SR_LINK_ABORT:
+		sr_engine_abort_heard(r, &abort, err);
+		return -1;
+	case SR_LINK_READY:
+		break;
+	}
+	switch (sr_frame_check(got, want != NULL ? want : got)) {
+	case SR_FRAME_IS_BYE:
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		    "out of step: the ring was closed (it finished its "
+		    "collectives, %llu of them, and said goodbye) by",
+		    (unsigned long long)got->seq);
+		return -1;
+	case SR_FRAME_BAD_ABORT:
+	case SR_FRAME_IS_ABORT:
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		    "an abort frame of %llu bytes (not a silvic frame) came from",
+		    (unsigned long long)got->length);
+		return -1;
+	case SR_FRAME_IS_HEARTBEAT:
+	case SR_FRAME_MISMATCH:
+		if (want == NULL)
+			return unexpected(r, link, got, err);
+		return mismatch(r, link, got, want, err);
+	case SR_FRAME_MATCH:
+		break;
+	}
+	return want != NULL ? 1 : unexpected(r, link, got, err);
+}
+
+/* Folds the complete elements waiting in the segment buffer. */
+static void
+fold(struct run *r, struct sr_cursor *c, struct sr_recv *v)
+{
+	size_t elements = c->fill / r->esize, bytes = elements * r->esize;
+	uint8_t *seg = c->segment;
+
+	if (elements == 0)
+		return;
+	if (v->swap)
+		sr_reduce(v->data + v->done, seg, v->local + v->done, elements,
+		    r->x->dtype, r->x->op);
+	else
+		sr_reduce(v->data + v->done, v->local + v->done, seg, elements,
+		    r->x->dtype, r->x->op);
+	v->done += bytes;
+	c->fill -= bytes;
+	if (c->fill > 0)
+		memmove(seg, seg + bytes, c->fill);
+}
+
+static void
+recv_complete(struct run *r, uint32_t link)
+{
+	struct sr_cursor *c = &r->cursor[link];
+
+	r->x->recvs[c->recv].complete = true;
+	c->recv = sr_engine_next_recv(r, c->recv + 1, link);
+	c->rx_off = 0;
+	c->fill = 0;
+}
+
+/*
+ * Where up to `want` payload bytes of the current receive go: straight to
+ * their place, or for a fold (or a discard) into the link's segment.
+ */
+static uint8_t *
+payload_room(struct sr_cursor *c, const struct sr_recv *v, uint64_t *want)
+{
+	if (v->reduce || v->data == NULL) {
+		if (*want > SR_SEGMENT - c->fill)
+			*want = SR_SEGMENT - c->fill;
+		return c->segment + c->fill;
+	}
+	return v->data + c->rx_off;
+}
+
+/* Reads payload of the current piece; bytes moved, 0 to poll again, -1. */
+static int64_t
+read_payload(struct run *r, uint32_t link, struct sr_recv *v,
+    struct sr_error *err)
+{
+	struct sr_cursor *c = &r->cursor[link];
+	struct sr_link *l = run_link(r, link);
+	uint64_t want = l->rx_payload_left;
+	uint8_t *into = payload_room(c, v, &want);
+	ssize_t n = sr_link_read(l, into, want > SR_IO_MAX ? SR_IO_MAX :
+	    (size_t)want);
+
+	if (n == SR_IO_AGAIN)
+		return 0;
+	if (n < 0) {
+		sr_engine_io_error(r, link, (int)n, err);
+		return -1;
+	}
+	c->rx_off += (uint64_t)n;
+	if (v->reduce) {
+		c->fill += (size_t)n;
+		fold(r, c, v);
+	} else {
+		v->done += (uint64_t)n;
+	}
+	return n;
+}
+
+/* Reads a frame's CRC trailer: 1 when it matches, 0 for more, -1. */
+static int
+read_trailer(struct run *r, uint32_t link, struct sr_error *err)
+{
+	uint32_t got, computed;
+
+	switch (sr_link_trailer(run_link(r, link), &got, &computed)) {
+	case SR_TRAILER_AGAIN:
+		return 0;
+	case SR_TRAILER_OK:
+		return 1;
+	case SR_TRAILER_CORRUPT:
+		sr_engine_peer_error(r, link, SR_ECORRUPT, err, "integrity check "
+		    "failed (CRC-32C 0x%08x, computed 0x%08x) on a frame from",
+		    got, computed);
+		return -1;
+	case SR_TRAILER_EOF:
+		sr_engine_io_error(r, link, SR_IO_EOF, err);
+		return -1;
+	case SR_TRAILER_ERROR:
+		break;
+	}
+	sr_engine_io_error(r, link, SR_IO_ERROR, err);
+	return -1;
+}
+
+/* A frame's payload is in: unless its trailer is next, the receive may
+ * be complete. */
+static void
+piece_done(struct run *r, uint32_t link, const struct sr_recv *v)
+{
+	if (run_link(r, link)->rx != SR_RX_TRAILER &&
+	    r->cursor[link].rx_off == v->len)
+		recv_complete(r, link);
+}
+
+/* The next frame of the current receive: its header read and taken.
+ * Bytes moved (the header, and the payload that came with it), 0 to
+ * poll again, -1. */
+static int64_t
+next_piece(struct run *r, uint32_t link, const struct sr_recv *v,
+    struct sr_error *err)
+{
+	struct sr_link *l = run_link(r, link);
+	struct sr_frame want = v->frame;
+	uint64_t left = v->len - r->cursor[link].rx_off;
+	size_t ahead;
+	int rc;
+
+	want.length = left > r->frame_max ? r->frame_max : left;
+	/* A small frame comes in whole, header and payload in one read: a
+	 * syscall saved per frame, which is much of a small message's
+	 * cost.  Not when a trailer must be checked. */
+	ahead = !r->e->c.integrity && want.length <= SR_STAGE ?
+	    (size_t)want.length : 0;
+	rc = read_header(r, link, &want, ahead, err);
+	if (rc <= 0)
+		return rc;
+	sr_link_take(l);
+	return SR_FRAME_HEADER_LEN;
+}
+
+int64_t
+sr_engine_pump_in(struct run *r, uint32_t link, struct sr_error *err)
+{
+	struct sr_cursor *c = &r->cursor[link];
+	struct sr_link *l = run_link(r, link);
+	int64_t moved = 0, n;
+
+	while (c->recv >= 0 && !sr_link_rx_dry(l)) {
+		struct sr_recv *v = &r->x->recvs[c->recv];
+		int rc;
+
+		if (l->rx == SR_RX_TRAILER) {
+			if ((rc = read_trailer(r, link, err)) < 0)
+				return -1;
+			if (rc == 0)
+				break;
+			moved += SR_TRAILER_LEN;
+			v->verified = c->rx_off;
+			if (c->rx_off == v->len)
+				recv_complete(r, link);
+			continue;
+		}
+		if (l->rx == SR_RX_PAYLOAD)
+			n = read_payload(r, link, v, err);
+		else
+			n = next_piece(r, link, v, err);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		moved += n;
+		if (l->rx != SR_RX_PAYLOAD)
+			piece_done(r, link, v);
+	}
+	return moved;
+}
+
+int
+sr_engine_watch_idle(struct run *r, uint32_t link, struct sr_error *err)
+{
+	struct sr_link *l = run_link(r, link);
+	char saw[160];
+
+	/* Only once the collective cannot finish without waiting: an abort
+	 * right behind its last bytes belongs to the next call. */
+	if (r->cursor[link].recv >= 0 || l->rx == SR_RX_READY ||
+	    sr_link_rx_dry(l) || l->eof)
+		return 0;
+	switch (read_header(r, link, NULL, 0, err)) {
+	case -1:
+		return -1;
+	case 1:
+		if (!r->x->drain)
+			return 0;	/* parked until its collective */
+		sr_frame_describe(&l->rx_frame, saw, sizeof(saw));
+		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err, "out of "
+		    "step: after every rank agreed to close, a frame (%s) "
+		    "came from", saw);
+		return -1;
+	}
+	return 0;
+}
