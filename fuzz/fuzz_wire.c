@@ -245,7 +245,8 @@ static bool
 same_frame(const struct sr_frame *a, const struct sr_frame *b)
 {
 	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-	    a->step == b->step && a->seq == b->seq && a->length == b->length;
+	    a->step == b->step && a->seq == b->seq && a->length == b->length &&
+	    a->group == b->group;
 }
 
 /*
@@ -327,6 +328,25 @@ fuzz_frame(const uint8_t *data, size_t size)
 	free(out);
 	free(in);
 
+	if (size >= SR_FRAME_WIDE_LEN) {
+		struct sr_frame wide;
+
+		in = exact(data, SR_FRAME_WIDE_LEN);
+		sr_frame_decode_wide(in, &wide);
+		FUZZ_CHECK(wide.group == u32_at(in + SR_FRAME_OFF_GROUP));
+		FUZZ_CHECK(wide.kind == frame.kind && wide.seq == frame.seq &&
+		    wide.length == frame.length && wide.step == frame.step);
+		out = malloc(SR_FRAME_WIDE_LEN);
+		FUZZ_CHECK(out != NULL);
+		sr_frame_encode_wide(&wide, out);
+		FUZZ_CHECK(memcmp(out + SR_FRAME_OFF_STEP, in + SR_FRAME_OFF_STEP,
+		    SR_FRAME_OFF_RESERVED2 - SR_FRAME_OFF_STEP) == 0);
+		FUZZ_CHECK(u32_at(out + SR_FRAME_OFF_RESERVED2) == 0);
+		free(out);
+		free(in);
+		check_against(&wide, &fixed);
+		check_against(&wide, &frame);
+	}
 	check_against(&frame, &fixed);
 	check_against(&frame, &frame);
 	if (size >= 2 * SR_FRAME_HEADER_LEN) {

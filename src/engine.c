@@ -410,12 +410,12 @@ static int
 heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
 {
 	uint32_t waited = waited_link(r, false);
-	struct sr_frame beat = sr_heartbeat_frame(
-	    r->cursor[waited].recv >= 0 ? run_link(r, waited)->rank :
-	    SR_NO_RANK, r->x->seq);
+	struct sr_frame beat;
 
 	if (r->x->drain)
 		return 0;
+	beat = sr_heartbeat_frame(r->cursor[waited].recv >= 0 ?
+	    run_link(r, waited)->rank : SR_NO_RANK, r->x->seq);
 	for (int i = 0; i < r->x->nlinks; i++) {
 		uint32_t k = r->x->links[i];
 		struct sr_link *l = run_link(r, k);

@@ -288,7 +288,7 @@ next_piece(struct run *r, uint32_t link, const struct sr_recv *v,
 	if (rc <= 0)
 		return rc;
 	sr_link_take(l);
-	return SR_FRAME_HEADER_LEN;
+	return (int64_t)l->header_len;
 }
 
 int64_t

@@ -185,7 +185,7 @@ sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd, uint32_t peer,
 	struct sr_link *l = &ring->links[index];
 
 	sr_link_open(l, fd, ring->rank, peer, ring->addresses[peer],
-	    ring->integrity);
+	    ring->integrity, ring->mesh);
 	sr_sock_tune(fd, ring->timeout_ms);
 	set_congestion(fd, congestion);
 	if (index == ring->next)

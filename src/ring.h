@@ -46,6 +46,8 @@ struct sr_ring {
 	size_t plan_size;
 	struct sr_engine *engine;	/* the engine's state, per link */
 	bool integrity;		 /* frames carry a CRC-32C trailer */
+	bool mesh;		 /* a link to every rank (links[r] leads to rank
+				  * r), with wide frame headers */
 	char congestion[SR_CONGESTION_MAX];	/* the next link's */
 };
 

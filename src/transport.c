@@ -33,14 +33,16 @@ sr_link_init(struct sr_link *link)
 {
 	memset(link, 0, sizeof(*link));
 	link->fd = -1;
+	link->header_len = SR_FRAME_HEADER_LEN;
 	link->waits_on = SR_NO_RANK;
 }
 
 void
 sr_link_open(struct sr_link *link, int fd, uint32_t self, uint32_t peer,
-    const char *address, bool integrity)
+    const char *address, bool integrity, bool wide)
 {
 	sr_link_init(link);
+	link->header_len = wide ? SR_FRAME_WIDE_LEN : SR_FRAME_HEADER_LEN;
 	link->fd = fd;
 	link->self = self;
 	link->rank = peer;
@@ -93,8 +95,11 @@ static void
 put(struct sr_link *link, const struct sr_frame *frame, const uint8_t *data,
     bool trailer)
 {
-	sr_frame_encode(frame, link->tx_header);
-	link->tx_header_left = SR_FRAME_HEADER_LEN;
+	if (link->header_len == SR_FRAME_WIDE_LEN)
+		sr_frame_encode_wide(frame, link->tx_header);
+	else
+		sr_frame_encode(frame, link->tx_header);
+	link->tx_header_left = link->header_len;
 	link->tx_data = data;
 	link->tx_payload_left = frame->length;
 	link->tx_trailer_left = 0;
@@ -102,7 +107,7 @@ put(struct sr_link *link, const struct sr_frame *frame, const uint8_t *data,
 	link->tx_blocked = false;
 	if (trailer) {
 		link->tx_crc = sr_crc32c(0, link->tx_header,
-		    SR_FRAME_HEADER_LEN);
+		    link->header_len);
 		/* An empty frame's trailer is due at once. */
 		if (frame->length == 0)
 			seal(link);
@@ -165,7 +170,7 @@ sr_link_push(struct sr_link *link, uint64_t *payload)
 
 		if (link->tx_header_left > 0) {
 			iov[n].iov_base = link->tx_header +
-			    (SR_FRAME_HEADER_LEN - link->tx_header_left);
+			    (link->header_len - link->tx_header_left);
 			iov[n++].iov_len = link->tx_header_left;
 		}
 		if (link->tx_payload_left > 0) {
@@ -231,7 +236,7 @@ sr_link_last_words(struct sr_link *link, const struct sr_frame *frame,
 	 * that covers them.
 	 */
 	if (link->tx == SR_TX_HEADER &&
-	    link->tx_header_left == SR_FRAME_HEADER_LEN)
+	    link->tx_header_left == link->header_len)
 		link->tx = SR_TX_IDLE;
 	if (push_within(link, deadline)) {
 		sr_link_put_control(link, frame, payload);
@@ -386,13 +391,13 @@ read_ahead(struct sr_link *link, size_t ahead)
 
 	if (link->rx_dry)
 		return SR_IO_AGAIN;
-	n = sr_io_recv(link->fd, link->rx_ahead, SR_FRAME_HEADER_LEN + ahead);
+	n = sr_io_recv(link->fd, link->rx_ahead, link->header_len + ahead);
 	if (n < 0) {
 		if (n == SR_IO_AGAIN)
 			link->rx_dry = true;
 		return (int)n;
 	}
-	if ((size_t)n < SR_FRAME_HEADER_LEN + ahead)
+	if ((size_t)n < link->header_len + ahead)
 		link->rx_dry = true;
 	link->rx_bytes += (uint64_t)n;
 	link->rx_ahead_at = 0;
@@ -436,11 +441,14 @@ sr_link_header(struct sr_link *link, size_t ahead, struct sr_abort *abort)
 		if (ahead > 0 && between_frames(link) &&
 		    (rc = read_ahead(link, ahead)) != 0)
 			return header_end(link, rc);
-		rc = fill(link, link->rx_header, SR_FRAME_HEADER_LEN,
+		rc = fill(link, link->rx_header, link->header_len,
 		    &link->rx_header_got);
 		if (rc != 0)
 			return header_end(link, rc);
-		sr_frame_decode(link->rx_header, &link->rx_frame);
+		if (link->header_len == SR_FRAME_WIDE_LEN)
+			sr_frame_decode_wide(link->rx_header, &link->rx_frame);
+		else
+			sr_frame_decode(link->rx_header, &link->rx_frame);
 		switch (sr_frame_check(&link->rx_frame, &link->rx_frame)) {
 		case SR_FRAME_IS_HEARTBEAT:
 			heartbeat_in(link);
@@ -464,7 +472,7 @@ sr_link_take(struct sr_link *link)
 	link->rx_payload_left = link->rx_frame.length;
 	if (link->integrity)
 		link->rx_crc = sr_crc32c(0, link->rx_header,
-		    SR_FRAME_HEADER_LEN);
+		    link->header_len);
 	link->rx_header_got = 0;
 	link->rx_trailer_got = 0;
 	if (link->rx_payload_left > 0)

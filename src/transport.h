@@ -63,13 +63,15 @@ struct sr_link {
 	uint32_t rank;		/* the peer's */
 	char address[SR_ADDR_MAX];
 	bool integrity;		/* collective frames carry a CRC-32C trailer */
+	size_t header_len;	/* SR_FRAME_HEADER_LEN, or a mesh's
+				 * SR_FRAME_WIDE_LEN */
 
 	/* Send side. */
 	enum sr_tx_state tx;
 	bool tx_trailer_due;	/* the frame under way ends with a trailer */
 	bool tx_blocked;	/* the last send found the socket full */
 	int tx_errno;		/* the send side broke (EPIPE, reset, ...) */
-	uint8_t tx_header[SR_FRAME_HEADER_LEN];
+	uint8_t tx_header[SR_FRAME_HEADER_MAX];
 	size_t tx_header_left;
 	const uint8_t *tx_data;	/* the payload still owed, in hand */
 	uint64_t tx_payload_left;
@@ -82,7 +84,7 @@ struct sr_link {
 	/* The socket had nothing more to read (it said so, or a read came
 	 * up short): no read is tried until poll reports it readable. */
 	bool rx_dry;
-	uint8_t rx_header[SR_FRAME_HEADER_LEN];
+	uint8_t rx_header[SR_FRAME_HEADER_MAX];
 	size_t rx_header_got;
 	struct sr_frame rx_frame;	/* the header, decoded (READY on) */
 	uint64_t rx_payload_left;
@@ -93,7 +95,7 @@ struct sr_link {
 	size_t rx_abort_got;
 	/* Bytes read past a header with it (a small frame's payload, or what
 	 * follows a heartbeat), served before the socket is read again. */
-	uint8_t rx_ahead[SR_FRAME_HEADER_LEN + SR_STAGE];
+	uint8_t rx_ahead[SR_FRAME_HEADER_MAX + SR_STAGE];
 	size_t rx_ahead_at, rx_ahead_len;
 
 	/* Closing: the peer's goodbye was read (sr_ring_finish); an end
@@ -117,9 +119,9 @@ struct sr_link {
 /* An unopened link (fd -1). */
 void sr_link_init(struct sr_link *link);
 /* Takes fd (non-blocking from now) as the link from rank self to rank
- * peer at address. */
+ * peer at address; wide: a mesh's link, whose headers carry the group. */
 void sr_link_open(struct sr_link *link, int fd, uint32_t self, uint32_t peer,
-    const char *address, bool integrity);
+    const char *address, bool integrity, bool wide);
 void sr_link_close(struct sr_link *link);
 /* Shuts the write side: the peer reads EOF after what was sent. */
 void sr_link_shutdown(struct sr_link *link);

@@ -42,6 +42,9 @@ _Static_assert(SR_FRAME_OFF_DTYPE == SR_FRAME_OFF_KIND + 1 &&
     SR_FRAME_OFF_SEQ == SR_FRAME_OFF_STEP + 4 &&
     SR_FRAME_OFF_LENGTH == SR_FRAME_OFF_SEQ + 8 &&
     SR_FRAME_HEADER_LEN == SR_FRAME_OFF_LENGTH + 8, "frame header layout");
+_Static_assert(SR_FRAME_OFF_GROUP == SR_FRAME_HEADER_LEN &&
+    SR_FRAME_OFF_RESERVED2 == SR_FRAME_OFF_GROUP + 4 &&
+    SR_FRAME_WIDE_LEN == SR_FRAME_OFF_RESERVED2 + 4, "wide header layout");
 _Static_assert(SR_TRAILER_LEN == SR_TRAILER_OFF_CRC + 4, "trailer layout");
 _Static_assert(SR_ABORT_OFF_CLASS == SR_ABORT_OFF_ORIGIN + 4 &&
     SR_ABORT_OFF_CULPRIT == SR_ABORT_OFF_CLASS + 4 &&
@@ -297,6 +300,24 @@ sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN], struct sr_frame *frame)
 	frame->step = sr_get_u32le(in + SR_FRAME_OFF_STEP);
 	frame->seq = sr_get_u64le(in + SR_FRAME_OFF_SEQ);
 	frame->length = sr_get_u64le(in + SR_FRAME_OFF_LENGTH);
+	frame->group = 0;
+}
+
+void
+sr_frame_encode_wide(const struct sr_frame *frame,
+    uint8_t out[SR_FRAME_WIDE_LEN])
+{
+	sr_frame_encode(frame, out);
+	sr_put_u32le(out + SR_FRAME_OFF_GROUP, frame->group);
+	sr_put_u32le(out + SR_FRAME_OFF_RESERVED2, 0);
+}
+
+void
+sr_frame_decode_wide(const uint8_t in[SR_FRAME_WIDE_LEN],
+    struct sr_frame *frame)
+{
+	sr_frame_decode(in, frame);
+	frame->group = sr_get_u32le(in + SR_FRAME_OFF_GROUP);
 }
 
 static const char *
@@ -312,16 +333,20 @@ kind_name(uint8_t kind)
 void
 sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size)
 {
+	char group[24] = "";
+
+	if (frame->group != 0)
+		snprintf(group, sizeof(group), " group %u", frame->group);
 	if (frame->kind == SR_FRAME_ALLREDUCE && frame->dtype < SR_DTYPE_COUNT &&
 	    frame->op < SR_OP_COUNT)
-		snprintf(buf, size, "allreduce %s %s step %u seq %llu of %llu bytes",
-		    sr_op_name(frame->op), sr_dtype_name(frame->dtype),
-		    frame->step, (unsigned long long)frame->seq,
+		snprintf(buf, size, "allreduce %s %s step %u seq %llu%s of %llu "
+		    "bytes", sr_op_name(frame->op), sr_dtype_name(frame->dtype),
+		    frame->step, (unsigned long long)frame->seq, group,
 		    (unsigned long long)frame->length);
 	else if (frame->kind <= SR_FRAME_KIND_MAX)
-		snprintf(buf, size, "%s step %u seq %llu of %llu bytes",
+		snprintf(buf, size, "%s step %u seq %llu%s of %llu bytes",
 		    kind_name(frame->kind), frame->step,
-		    (unsigned long long)frame->seq,
+		    (unsigned long long)frame->seq, group,
 		    (unsigned long long)frame->length);
 	else
 		snprintf(buf, size, "a frame of unknown kind %u (not a silvic frame)",
@@ -345,7 +370,8 @@ sr_frame_check(const struct sr_frame *got, const struct sr_frame *want)
 		return SR_FRAME_IS_BYE;
 	if (got->kind != want->kind || got->dtype != want->dtype ||
 	    got->op != want->op || got->step != want->step ||
-	    got->seq != want->seq || got->length != want->length)
+	    got->seq != want->seq || got->length != want->length ||
+	    got->group != want->group)
 		return SR_FRAME_MISMATCH;
 	return SR_FRAME_MATCH;
 }

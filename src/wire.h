@@ -244,6 +244,17 @@ int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
  *	24		SR_FRAME_HEADER_LEN
  *
  * The control frames (abort, goodbye, heartbeat) never carry a trailer.
+ *
+ * On a mesh's links (hellos with SR_HELLO_MESH) every header is the wide
+ * one: the same 24 bytes, then
+ *
+ *	24	4	group	u32: the group the collective runs in (0: the
+ *				ring of every rank); seq counts that group's
+ *				collectives
+ *	28	4	reserved, 0 (ignored on decode)
+ *	32		SR_FRAME_WIDE_LEN
+ *
+ * A plain ring's header has no group field (its frames are group 0).
  */
 #define SR_FRAME_OFF_KIND 0
 #define SR_FRAME_OFF_DTYPE 1
@@ -253,6 +264,11 @@ int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
 #define SR_FRAME_OFF_SEQ 8
 #define SR_FRAME_OFF_LENGTH 16
 #define SR_FRAME_HEADER_LEN 24
+#define SR_FRAME_OFF_GROUP 24
+#define SR_FRAME_OFF_RESERVED2 28
+#define SR_FRAME_WIDE_LEN 32
+/* The longest header a link reads or writes. */
+#define SR_FRAME_HEADER_MAX SR_FRAME_WIDE_LEN
 
 /* Frame kinds: frozen wire values. */
 enum sr_frame_kind {
@@ -275,11 +291,17 @@ struct sr_frame {
 	uint32_t step;
 	uint64_t seq;
 	uint64_t length;
+	uint32_t group;		/* wide headers only; 0 on a plain ring */
 };
 
 void sr_frame_encode(const struct sr_frame *frame,
     uint8_t out[SR_FRAME_HEADER_LEN]);
+/* The plain header decoded (group 0). */
 void sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN],
+    struct sr_frame *frame);
+void sr_frame_encode_wide(const struct sr_frame *frame,
+    uint8_t out[SR_FRAME_WIDE_LEN]);
+void sr_frame_decode_wide(const uint8_t in[SR_FRAME_WIDE_LEN],
     struct sr_frame *frame);
 /* "allreduce sum f64 step 3 seq 7 of 4096 bytes" for messages. */
 void sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size);

@@ -558,7 +558,7 @@ every_message_keeps_its_bytes(void)
 	struct sr_challenge c;
 	struct sr_response r;
 	struct sr_proof p;
-	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096 };
+	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096, 0 };
 	struct sr_abort a = { 2, SR_WIRE_AUTH, 1, "no" };
 	struct sr_goodbye g = { 5, 2, 4 };
 	uint8_t b[SR_ABORT_MAX];
@@ -615,21 +615,22 @@ static bool
 frame_equal(const struct sr_frame *a, const struct sr_frame *b)
 {
 	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
-	    a->step == b->step && a->seq == b->seq && a->length == b->length;
+	    a->step == b->step && a->seq == b->seq && a->length == b->length &&
+	    a->group == b->group;
 }
 
 static void
 frame_round_trips(void)
 {
 	static const struct sr_frame cases[] = {
-		{ SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 0, 1, 0 },
-		{ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD, 29, 7, 4096 },
-		{ SR_FRAME_BROADCAST, 0, 0, 3, 2, TWO_63 },
-		{ SR_FRAME_ALLGATHER, 0, 0, 1, UINT64_MAX, UINT64_MAX },
-		{ SR_FRAME_ABORT, 0, 0, 0, 0, SR_ABORT_MAX },
-		{ SR_FRAME_BYE, 0, 0, 0, 0, 0 },
-		{ 255, 255, 255, UINT32_MAX, UINT64_MAX, UINT64_MAX },
-		{ 200, 1, 2, 0x80000000u, TWO_63, TWO_63 - 1 },
+		{ SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 0, 1, 0, 0 },
+		{ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD, 29, 7, 4096, 0 },
+		{ SR_FRAME_BROADCAST, 0, 0, 3, 2, TWO_63, 0 },
+		{ SR_FRAME_ALLGATHER, 0, 0, 1, UINT64_MAX, UINT64_MAX, 0 },
+		{ SR_FRAME_ABORT, 0, 0, 0, 0, SR_ABORT_MAX, 0 },
+		{ SR_FRAME_BYE, 0, 0, 0, 0, 0, 0 },
+		{ 255, 255, 255, UINT32_MAX, UINT64_MAX, UINT64_MAX, 0 },
+		{ 200, 1, 2, 0x80000000u, TWO_63, TWO_63 - 1, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -648,6 +649,32 @@ frame_round_trips(void)
 	}
 }
 
+/* A mesh's wide header: the plain one's 24 bytes, then the group and a
+ * reserved word (zero on encode, ignored on decode); the plain decoder
+ * reads group 0, and a group makes two frames differ. */
+static void
+wide_frame_round_trips_and_carries_the_group(void)
+{
+	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096,
+		0xa1b2c3d4u }, got, plain;
+	uint8_t wide[SR_FRAME_WIDE_LEN], narrow[SR_FRAME_HEADER_LEN];
+
+	memset(wide, 0x77, sizeof(wide));
+	sr_frame_encode_wide(&f, wide);
+	sr_frame_encode(&f, narrow);
+	CHECK(memcmp(wide, narrow, SR_FRAME_HEADER_LEN) == 0);
+	CHECK(wide[24] == 0xd4 && wide[25] == 0xc3 && wide[26] == 0xb2 &&
+	    wide[27] == 0xa1);
+	CHECK(wide[28] == 0 && wide[29] == 0 && wide[30] == 0 && wide[31] == 0);
+	wide[30] = 0x55;
+	sr_frame_decode_wide(wide, &got);
+	CHECK(frame_equal(&got, &f));
+	sr_frame_decode(wide, &plain);
+	CHECK(plain.group == 0);
+	CHECK(sr_frame_check(&plain, &f) == SR_FRAME_MISMATCH);
+	CHECK(sr_frame_check(&got, &f) == SR_FRAME_MATCH);
+}
+
 static void
 frame_layout_is_little_endian(void)
 {
@@ -658,7 +685,7 @@ frame_layout_is_little_endian(void)
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,	/* length */
 	};
 	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_I32, SR_PROD,
-		0x01020304u, UINT64_C(0x060708090a0b0c0d), TWO_63 };
+		0x01020304u, UINT64_C(0x060708090a0b0c0d), TWO_63, 0 };
 	uint8_t bytes[SR_FRAME_HEADER_LEN];
 
 	memset(bytes, 0xaa, sizeof(bytes));
@@ -669,7 +696,7 @@ frame_layout_is_little_endian(void)
 }
 
 static const struct sr_frame want_frame = { SR_FRAME_ALLREDUCE, SR_I64,
-	SR_MAX, 3, 9, 4096 };
+	SR_MAX, 3, 9, 4096, 0 };
 
 static void
 frame_check_match(void)
@@ -846,14 +873,14 @@ static void
 frame_describe_allreduce(void)
 {
 	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 3, 7,
-		4096 };
+		4096, 0 };
 	char buf[160];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce sum f64 step 3 seq 7 of 4096 bytes") == 0,
 	    "\"%s\"", buf);
 	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD,
-		UINT32_MAX, UINT64_MAX, UINT64_MAX };
+		UINT32_MAX, UINT64_MAX, UINT64_MAX, 0 };
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce prod u32 step 4294967295 seq "
 	    "18446744073709551615 of 18446744073709551615 bytes") == 0,
@@ -863,7 +890,7 @@ frame_describe_allreduce(void)
 static void
 frame_describe_other_kinds(void)
 {
-	struct sr_frame frame = { SR_FRAME_BROADCAST, 0, 0, 2, 5, 64 };
+	struct sr_frame frame = { SR_FRAME_BROADCAST, 0, 0, 2, 5, 64, 0 };
 	char buf[160];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
@@ -875,7 +902,7 @@ frame_describe_other_kinds(void)
 	CHECKF(strcmp(buf, "goodbye step 2 seq 5 of 0 bytes") == 0, "\"%s\"",
 	    buf);
 	/* An allreduce naming no known dtype is still described. */
-	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, 99, SR_SUM, 0, 1, 8 };
+	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, 99, SR_SUM, 0, 1, 8, 0 };
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce step 0 seq 1 of 8 bytes") == 0, "\"%s\"",
 	    buf);
@@ -884,7 +911,7 @@ frame_describe_other_kinds(void)
 static void
 frame_describe_unknown_kind(void)
 {
-	struct sr_frame frame = { 200, 0, 0, 1, 2, 3 };
+	struct sr_frame frame = { 200, 0, 0, 1, 2, 3, 0 };
 	char buf[160], tiny[8];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
@@ -1022,6 +1049,7 @@ main(void)
 	TEST_RUN(every_message_keeps_its_bytes);
 	TEST_RUN(verdict_reasons_match_seed);
 	TEST_RUN(frame_round_trips);
+	TEST_RUN(wide_frame_round_trips_and_carries_the_group);
 	TEST_RUN(frame_layout_is_little_endian);
 	TEST_RUN(frame_check_match);
 	TEST_RUN(frame_check_each_field_differing_is_mismatch);
