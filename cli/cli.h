@@ -152,6 +152,7 @@ struct cli_ring {
 	bool json;		/* --json */
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
+	bool mesh;		/* --mesh */
 	const char *congestion;	/* --tcp-congestion; NULL: the system's */
 	double progress;	/* --progress-interval seconds */
 };
@@ -173,6 +174,7 @@ enum {
 	OPT_INTEGRITY,
 	OPT_TCP_CONGESTION,
 	OPT_PROGRESS_INTERVAL,
+	OPT_MESH,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -192,6 +194,7 @@ enum {
 	{ "json", no_argument, NULL, OPT_JSON },                               \
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
+	{ "mesh", no_argument, NULL, OPT_MESH },                               \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
 	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }

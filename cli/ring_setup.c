@@ -55,6 +55,9 @@ const char cli_ring_help[] =
 "                           authentication)\n"
 "      --integrity          check a CRC-32C on every frame (every rank must\n"
 "                           agree; off by default)\n"
+"      --mesh               connect every pair of ranks, not only ring\n"
+"                           neighbours (every rank must agree; groups and\n"
+"                           pair tests need it)\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -148,6 +151,9 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_INTEGRITY:
 		opts->integrity = true;
+		return 1;
+	case OPT_MESH:
+		opts->mesh = true;
 		return 1;
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
@@ -834,6 +840,7 @@ form(struct setup *s, struct sr_ring **ring)
 	options.on_progress = on_progress;
 	options.progress_ms = cli_progress_ms;
 	options.integrity = s->opts->integrity;
+	options.mesh = s->opts->mesh;
 	options.congestion = s->opts->congestion;
 	if (s->key_len > 0) {
 		options.key = s->key;

@@ -1,9 +1,10 @@
 /*
- * acceptor.c - the previous rank's side of ring formation: accept every
- * connection, run each one's side of the exchange (hello and verdict, and
- * with a key the challenge, response, proof and result of auth.c) with its
- * own short deadline, and take the link once one proves to be the previous
- * rank.  Strays are dropped and the wait goes on.
+ * acceptor.c - the accepting side of formation: accept every connection,
+ * run each one's side of the exchange (hello and verdict, and with a key
+ * the challenge, response, proof and result of auth.c) with its own short
+ * deadline, and take the link once one proves to be a rank this one
+ * awaits (a ring's previous rank; on a mesh, each rank that dials this
+ * one, once).  Strays are dropped and the wait goes on.
  *
  * Slots for pending handshakes are few, and a stranger needs only the job
  * token (sent in clear) to get past the hello.  So no stage of the
@@ -24,9 +25,6 @@
 /* A rank speaks right after connecting; a connection that has not
  * finished its handshake this long after being accepted is a stray. */
 #define HELLO_TIMEOUT_NS (5LL * 1000000000)
-/* Of the PENDING_MAX slots, at most this many for one host: a flood from
- * one address leaves the other half to everyone else. */
-#define PER_HOST_MAX 8
 /* Connections accepted per turn of the poll loop, so those already
  * pending get their turn between bursts. */
 #define ACCEPT_BURST 4
@@ -106,12 +104,12 @@ make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
 	struct pending *p;
 	int n, victim = pending_stalest(a, peer, &n);
 
-	if (n >= PER_HOST_MAX) {
+	if (n >= a->per_host_max) {
 		snprintf(why, sizeof(why), "its host holds %d of the %d pending "
 		    "handshakes, the most one host may", n, a->npending);
-	} else if (a->npending == PENDING_MAX) {
+	} else if (a->npending == a->pending_max) {
 		snprintf(why, sizeof(why), "all %d pending handshakes are "
-		    "taken", PENDING_MAX);
+		    "taken", a->pending_max);
 		victim = pending_stalest(a, NULL, &n);
 	} else {
 		return;
@@ -129,7 +127,7 @@ make_room(struct formation *f, const struct sr_sockaddr *peer, int64_t now)
 enum pending_step {
 	PENDING_NEXT,	/* the answer is queued: the exchange goes on */
 	PENDING_DROP,	/* rejected (reject() says why) */
-	PENDING_TAKE	/* it is the previous rank: the link is taken */
+	PENDING_TAKE	/* it is a rank awaited: the link is taken */
 };
 
 /*
@@ -176,10 +174,16 @@ pending_hello(struct formation *f, struct pending *p)
 		reject(f, p->address, false, "%s", why);
 		return PENDING_DROP;
 	}
-	verdict = sr_hello_judge(&hello, f->token, f->world, f->a.expected);
+	p->claims = hello.rank;
+	verdict = sr_hello_judge(&hello, f->token, f->world,
+	    !f->mesh ? f->a.expected : sr_acceptor_awaits(f, hello.rank) ?
+	    hello.rank : SR_NO_RANK);
 	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
 	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
-	if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
+	if (verdict == SR_VERDICT_ACCEPTED &&
+	    !(hello.flags & SR_HELLO_MESH) != !f->mesh)
+		verdict = SR_VERDICT_MESH;
+	else if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
 	    !(hello.flags & SR_HELLO_AUTH))
 		verdict = SR_VERDICT_AUTH_REQUIRED;
 	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
@@ -211,9 +215,25 @@ pending_hello(struct formation *f, struct pending *p)
 	case SR_VERDICT_NEXT_AUTH:
 		snprintf(reason, sizeof(reason), "told rank %u that this rank "
 		    "leaves: authentication failed on its link to rank %u",
-		    hello.rank, f->c.peer);
+		    hello.rank, f->conns[0].peer);
 		return answer_and_reject(f, p, verdict, true, reason);
+	case SR_VERDICT_MESH:
+		snprintf(reason, sizeof(reason), "it forms %s and this rank %s "
+		    "(it claims rank %u of %u)", f->mesh ? "a ring" : "a mesh",
+		    f->mesh ? "a mesh" : "a ring", hello.rank, hello.world);
+		return answer_and_reject(f, p, verdict, false, reason);
+	case SR_VERDICT_WRONG_RANK:
+		if (!f->mesh)
+			goto other;
+		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u, "
+		    "which %s)", sr_verdict_reason(verdict), hello.rank,
+		    hello.world, hello.rank >= f->world ? "is out of range" :
+		    hello.rank == f->rank ? "is this rank's own" :
+		    !sr_mesh_dials(hello.rank, f->rank, f->world) ?
+		    "this rank dials itself" : "has its link already");
+		return answer_and_reject(f, p, verdict, false, reason);
 	default:
+	other:
 		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
 		    sr_verdict_reason(verdict), hello.rank, hello.world);
 		return answer_and_reject(f, p, verdict, false, reason);
@@ -223,7 +243,7 @@ pending_hello(struct formation *f, struct pending *p)
 		return answer_accepted(f, p);
 	sr_exchange_expect(&p->x, STAGE_CHALLENGE, SR_VERDICT_LEN,
 	    SR_CHALLENGE_LEN);
-	sr_formation_auth_init(f, &p->auth, f->a.expected, f->rank);
+	sr_formation_auth_init(f, &p->auth, p->claims, f->rank);
 	return PENDING_NEXT;
 }
 
@@ -280,7 +300,7 @@ pending_proof(struct formation *f, struct pending *p)
 	if (f->leaving) {
 		reject(f, p->address, true, "told rank %u that this rank leaves: "
 		    "authentication failed on its link to rank %u",
-		    f->a.expected, f->c.peer);
+		    p->claims, f->conns[0].peer);
 		return PENDING_DROP;
 	}
 	if (!sent) {
@@ -336,8 +356,12 @@ sr_acceptor_progress(struct formation *f, int i)
 			break;
 		p->since = sr_clock_ns();
 	}
-	if (step == PENDING_TAKE) {
+	if (step == PENDING_TAKE && !f->mesh) {
 		a->prev_fd = p->fd;
+		p->fd = -1;
+	} else if (step == PENDING_TAKE) {
+		a->fds[p->claims] = p->fd;
+		a->missing--;
 		p->fd = -1;
 	}
 	sr_acceptor_drop(a, i);
@@ -352,7 +376,8 @@ sr_acceptor_accept(struct formation *f)
 	int64_t now;
 	int fd;
 
-	for (int burst = 0; burst < ACCEPT_BURST && a->prev_fd < 0; burst++) {
+	for (int burst = 0; burst < ACCEPT_BURST && sr_acceptor_open(f);
+	    burst++) {
 		peer.len = sizeof(peer.ss);
 		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);

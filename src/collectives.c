@@ -563,40 +563,48 @@ bad_goodbye(struct sr_ring *ring, uint32_t link,
 }
 
 /*
- * The goodbyes: one to each neighbour, one from each, each saying how
- * many collectives its sender ran.  The engine checks each header against
- * this rank's own goodbye before anything else: a count that differs, or
- * a frame of a collective this rank did not run (say, a broadcast whose
- * root it disagreed on) still unread, is out of step.
+ * The goodbyes: one on every link (a ring's two, a mesh's every one), one
+ * from each, each saying how many collectives its sender ran.  The engine
+ * checks each header against this rank's own goodbye before anything
+ * else: a count that differs, or a frame of a collective this rank did
+ * not run (say, a broadcast whose root it disagreed on) still unread, is
+ * out of step.
  */
 static int
 exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 {
-	uint8_t mine[SR_GOODBYE_LEN], theirs[2][SR_GOODBYE_LEN];
-	const uint32_t link[2] = { ring->next, ring->prev };
+	/* A plain ring at world 2 has two links to one rank: a goodbye on
+	 * each. */
+	const uint32_t two[2] = { ring->next, ring->prev };
+	const uint32_t *link = ring->mesh ? ring->all_links : two;
+	int n = ring->mesh ? ring->nall_links : 2;
+	uint8_t mine[SR_GOODBYE_LEN], *theirs;
 	struct sr_goodbye bye = { .collectives = ring->seq,
 		.rank = ring->rank, .world = ring->world };
 	struct sr_frame frame = { .kind = SR_FRAME_BYE, .seq = ring->seq,
 		.length = SR_GOODBYE_LEN };
 	struct sr_transfer x;
 
-	if (sr_ring_plan(ring, 2, &x) != 0)
+	if ((theirs = sr_ring_scratch(ring, (size_t)n * SR_GOODBYE_LEN)) ==
+	    NULL || sr_ring_plan(ring, n, &x) != 0)
 		return nomem(ring, err);
+	x.links = ring->all_links;
+	x.nlinks = ring->nall_links;
 	sr_goodbye_encode(&bye, mine);
 	x.dtype = SR_U32;
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < n; s++) {
 		x.sends[s] = (struct sr_send){ .link = link[s],
 			.data = mine, .len = SR_GOODBYE_LEN, .frame = frame,
 			.gate = -1 };
 		x.recvs[s] = (struct sr_recv){ .link = link[s],
-			.data = theirs[s], .len = SR_GOODBYE_LEN,
-			.frame = frame };
+			.data = theirs + (size_t)s * SR_GOODBYE_LEN,
+			.len = SR_GOODBYE_LEN, .frame = frame };
 	}
-	x.nsends = x.nrecvs = 2;
+	x.nsends = x.nrecvs = n;
 	if (run(ring, &x, err) != 0)
 		return -1;
-	for (int s = 0; s < 2; s++) {
-		sr_goodbye_decode(theirs[s], &bye);
+	for (int s = 0; s < n; s++) {
+		sr_goodbye_decode(theirs + (size_t)s * SR_GOODBYE_LEN, &bye);
 		if (bye.collectives != ring->seq || bye.world != ring->world ||
 		    bye.rank != ring->links[link[s]].rank)
 			return bad_goodbye(ring, link[s], &bye, err);
@@ -608,24 +616,27 @@ exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 
 /*
  * After the barrier every rank has agreed: the write sides are shut and
- * both neighbours read to their EOF, so that no close here resets a
- * neighbour still finishing (a reset would discard what it has not read
- * yet).  Only heartbeats may come meanwhile; an abort (a failure after
- * the agreement) is reported, anything else is out of step.  A neighbour
- * that stays silent for the timeout is left: the agreement stands.
+ * every link read to its EOF, so that no close here resets a peer still
+ * finishing (a reset would discard what it has not read yet).  Only
+ * heartbeats may come meanwhile; an abort (a failure after the
+ * agreement) is reported, anything else is out of step.  A peer that
+ * stays silent for the timeout is left: the agreement stands.
  */
 static int
 drain_to_eof(struct sr_ring *ring, struct sr_error *err)
 {
 	struct sr_transfer x;
 
-	for (int i = 0; i < ring->nring_links; i++)
-		sr_link_shutdown(&ring->links[ring->ring_links[i]]);
+	for (int i = 0; i < ring->nall_links; i++)
+		sr_link_shutdown(&ring->links[ring->all_links[i]]);
 	if (sr_ring_plan(ring, 1, &x) != 0)
 		return 0;
+	x.links = ring->all_links;
+	x.nlinks = ring->nall_links;
 	x.drain = true;
 	x.dtype = SR_U32;
-	if (sr_engine_run(ring->engine, &x, err) == 0 || err->code == SR_ETIMEOUT) {
+	if (sr_engine_run(ring->engine, &x, err) == 0 ||
+	    err->code == SR_ETIMEOUT) {
 		sr_error_clear(err);
 		return 0;
 	}

@@ -19,4 +19,15 @@ int sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world,
     const struct sr_ring_options *options, int *next_fd, int *prev_fd,
     struct sr_error *err);
 
+/*
+ * Mesh formation: connects to every rank this one dials (sr_mesh_dials)
+ * and accepts every rank that dials it, each link's hello carrying
+ * SR_HELLO_MESH.  Fills fds[r] with the link to rank r (fds[rank] is -1)
+ * or the error; a failure is sent, before the links close, on every link
+ * that formed.
+ */
+int sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world,
+    uint64_t token, const char *const *addresses,
+    const struct sr_ring_options *options, int *fds, struct sr_error *err);
+
 #endif

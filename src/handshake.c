@@ -1,9 +1,10 @@
 /*
- * handshake.c - ring formation: connect to the next rank, accept the
- * previous one (acceptor.c), and run the silvic-net handshake on both
- * links at once.
+ * handshake.c - formation: connect to the next rank and accept the
+ * previous one (acceptor.c), or on a mesh connect to every rank this one
+ * dials and accept every rank that dials it, and run the silvic-net
+ * handshake on every link at once.
  *
- * One poll loop drives the connector (connect with backoff, then the
+ * One poll loop drives the connectors (connect with backoff, then the
  * exchange: hello and verdict, and with a key the challenge, response,
  * proof and result of auth.c) and the acceptor.  Nothing here reads a
  * byte beyond the fixed-size messages.
@@ -76,31 +77,39 @@ sr_formation_auth_init(struct formation *f, struct sr_auth *a,
 
 /* ---------------------------------------------------------- the connector */
 
+/*
+ * The next attempt after a failed one, backing off.  A mesh's many
+ * connectors to one rank that is not up yet would otherwise retry in
+ * step: each waits a quarter more or less, by its peer's rank, so their
+ * retries spread out.
+ */
 static void
-connector_retry(struct formation *f, const char *why)
+connector_retry(struct formation *f, struct connector *c, const char *why)
 {
-	struct connector *c = &f->c;
+	int64_t wait = c->backoff;
 
+	if (f->mesh)
+		wait += wait / 4 * (int64_t)((f->rank + c->peer) % 3) - wait / 4;
 	sr_close_fd(&c->fd);
 	snprintf(c->last_error, sizeof(c->last_error), "%s", why);
 	c->state = CONNECT_BACKOFF;
-	c->retry_at = sr_clock_ns() + c->backoff;
+	c->retry_at = sr_clock_ns() + wait;
 	c->backoff = c->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS :
 	    c->backoff * 2;
 }
 
 static void
-connector_start(struct formation *f)
+connector_start(struct formation *f, struct connector *c)
 {
-	struct connector *c = &f->c;
 	struct sr_hello hello = { f->rank, f->world, f->token,
 		(f->keyed ? SR_HELLO_AUTH : 0) |
-		    (f->options->integrity ? SR_HELLO_CRC : 0) };
+		    (f->options->integrity ? SR_HELLO_CRC : 0) |
+		    (f->mesh ? SR_HELLO_MESH : 0) };
 
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
-		connector_retry(f, strerror(errno));
+		connector_retry(f, c, strerror(errno));
 		return;
 	}
 	sr_hello_encode(&hello, c->x.out);
@@ -110,13 +119,13 @@ connector_start(struct formation *f)
 	else if (errno == EINPROGRESS)
 		c->state = CONNECT_IN_PROGRESS;
 	else
-		connector_retry(f, strerror(errno));
+		connector_retry(f, c, strerror(errno));
 }
 
 static int
-connector_verdict(struct formation *f, struct sr_error *err)
+connector_verdict(struct formation *f, struct connector *c,
+    struct sr_error *err)
 {
-	struct connector *c = &f->c;
 	struct sr_challenge challenge;
 	enum sr_verdict verdict;
 	uint32_t acceptor;
@@ -178,9 +187,8 @@ auth_failed(struct sr_error *err, uint32_t peer, const char *address,
 
 /* The acceptor's response: prove this rank in turn, then check it. */
 static int
-connector_response(struct formation *f, struct sr_error *err)
+connector_response(struct connector *c, struct sr_error *err)
 {
-	struct connector *c = &f->c;
 	struct sr_response response;
 	struct sr_proof proof;
 	char what[96];
@@ -210,9 +218,8 @@ connector_response(struct formation *f, struct sr_error *err)
 }
 
 static int
-connector_result(struct formation *f, struct sr_error *err)
+connector_result(struct connector *c, struct sr_error *err)
 {
-	struct connector *c = &f->c;
 	enum sr_auth_result result;
 
 	if (sr_result_decode(c->x.in, &result) != 0)
@@ -233,16 +240,15 @@ connector_result(struct formation *f, struct sr_error *err)
 /* The connection attempt ended: true once connected, else it is retried
  * (false). */
 static bool
-connector_connected(struct formation *f)
+connector_connected(struct formation *f, struct connector *c)
 {
-	struct connector *c = &f->c;
 	socklen_t len = sizeof(int);
 	int soerr = 0;
 
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
 		soerr = errno;
 	if (soerr != 0) {
-		connector_retry(f, strerror(soerr));
+		connector_retry(f, c, strerror(soerr));
 		return false;
 	}
 	return true;
@@ -255,9 +261,8 @@ connector_connected(struct formation *f)
  * (err filled) on a failure no retry can mend.
  */
 static int
-connector_talk(struct formation *f, struct sr_error *err)
+connector_talk(struct formation *f, struct connector *c, struct sr_error *err)
 {
-	struct connector *c = &f->c;
 	const char *why = NULL;
 	int rc = sr_exchange_progress(c->fd, &c->x, &why);
 
@@ -269,26 +274,26 @@ connector_talk(struct formation *f, struct sr_error *err)
 		 * strays or restarting.  Try again; a verdict, once given, is
 		 * final.
 		 */
-		connector_retry(f, strcmp(why, "the connection closed") ? why :
-		    "the connection closed before the handshake answer");
+		connector_retry(f, c, strcmp(why, "the connection closed") ?
+		    why : "the connection closed before the handshake answer");
 		return 0;
 	}
 	if (rc < 0) {
 		/* Closed before its verdict on this rank's proof: the acceptor
 		 * dropped the link (a flood of strays, or it restarted).  A
 		 * rejection would have come as one. */
-		connector_retry(f, why);
+		connector_retry(f, c, why);
 		return 0;
 	}
 	switch (c->x.stage) {
 	case STAGE_HELLO:
-		rc = connector_verdict(f, err);
+		rc = connector_verdict(f, c, err);
 		break;
 	case STAGE_CHALLENGE:
-		rc = connector_response(f, err);
+		rc = connector_response(c, err);
 		break;
 	case STAGE_PROOF:
-		rc = connector_result(f, err);
+		rc = connector_result(c, err);
 		break;
 	}
 	return rc == 0 ? 1 : -1;
@@ -300,9 +305,9 @@ connector_talk(struct formation *f, struct sr_error *err)
  * (err filled) on a failure no retry can mend.
  */
 static int
-connector_progress(struct formation *f, short revents, struct sr_error *err)
+connector_progress(struct formation *f, struct connector *c, short revents,
+    struct sr_error *err)
 {
-	struct connector *c = &f->c;
 	int rc;
 
 	for (;;) {
@@ -310,15 +315,18 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 		case CONNECT_BACKOFF:
 			/* A fresh connection is polled before it talks. */
 			if (sr_clock_ns() >= c->retry_at)
-				connector_start(f);
+				connector_start(f, c);
 			return 0;
 		case CONNECT_IN_PROGRESS:
-			if (revents == 0 || !connector_connected(f))
+			if (revents == 0 || !connector_connected(f, c))
 				return 0;
 			c->state = CONNECT_TALK;
 			break;
 		case CONNECT_TALK:
-			if ((rc = connector_talk(f, err)) <= 0)
+			if ((rc = connector_talk(f, c, err)) < 0 &&
+			    err->phase == SR_PHASE_HANDSHAKE && err->origin < 0)
+				sr_err_peer(err, c->peer, c->address);
+			if (rc <= 0)
 				return rc;
 			break;
 		case CONNECT_DONE:
@@ -331,22 +339,22 @@ connector_progress(struct formation *f, short revents, struct sr_error *err)
 /* ---------------------------------------------------------- the poll loop */
 
 /*
- * The next rank sent something before this rank's ring formed: its first
- * collective's frame (the watch ends), or the abort it sends when its
- * other link failed (formation_abort).  1 when an abort is still only
- * partly here.
+ * A formed link's peer sent something before this rank's formation ended:
+ * its first collective's frame (the watch ends), or the abort it sends
+ * when another of its links failed (formation_abort).  1 when an abort is
+ * still only partly here.
  */
 static int
-early_frame(struct formation *f, struct sr_error *err)
+early_frame(struct formation *f, int fd, struct sr_error *err)
 {
-	struct connector *c = &f->c;
-	uint8_t buf[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	uint8_t buf[SR_FRAME_HEADER_MAX + SR_ABORT_MAX];
+	size_t header = f->mesh ? SR_FRAME_WIDE_LEN : SR_FRAME_HEADER_LEN;
 	struct sr_frame frame;
 	struct sr_abort abort;
 	char rejected[480];
-	ssize_t n = sr_io_peek(c->fd, buf, sizeof(buf));
+	ssize_t n = sr_io_peek(fd, buf, sizeof(buf));
 
-	if (n < SR_FRAME_HEADER_LEN) {
+	if (n < (ssize_t)header) {
 		/* A header still in flight: only an abort's first bytes
 		 * would be this short, and poll says when the rest comes. */
 		return n > 0 && buf[SR_FRAME_OFF_KIND] == SR_FRAME_ABORT;
@@ -359,10 +367,9 @@ early_frame(struct formation *f, struct sr_error *err)
 	if (frame.kind != SR_FRAME_ABORT || frame.step != SR_ABORT_FORMING ||
 	    frame.length > SR_ABORT_MAX || frame.length < SR_ABORT_FIXED)
 		return 0;
-	if ((size_t)n < SR_FRAME_HEADER_LEN + frame.length)
+	if ((size_t)n < header + frame.length)
 		return 1;
-	sr_abort_decode(buf + SR_FRAME_HEADER_LEN, (size_t)frame.length,
-	    &abort);
+	sr_abort_decode(buf + header, (size_t)frame.length, &abort);
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
 	/* Its failure, with its class: the first failure's status. */
 	sr_error_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
@@ -372,97 +379,183 @@ early_frame(struct formation *f, struct sr_error *err)
 }
 
 /*
- * The link to the next rank formed, the previous rank is not in yet.  The
- * next rank never closes that link before the whole ring has formed
- * unless it failed (its authentication with its own next rank, say): then
- * this rank fails at once too, not at the timeout.  Early bytes on it
- * (the next rank formed and speaks first) stay for the engine.
+ * A link formed, and formation goes on.  Its peer never closes it before
+ * its own formation has ended unless it failed (its authentication with
+ * another rank, say): then this rank fails at once too, not at the
+ * timeout.  Early bytes on it (the peer formed and speaks first) stay
+ * for the engine.  *watch ends once the peer has spoken.
  */
 static int
-connector_watch(struct formation *f, struct sr_error *err)
+link_watch(struct formation *f, int fd, uint32_t peer, const char *address,
+    bool *watch, struct sr_error *err)
 {
-	struct connector *c = &f->c;
-	char rejected[480];
+	char rejected[480], waited[64];
 	uint8_t byte;
-	ssize_t n = sr_io_peek(c->fd, &byte, 1);
+	ssize_t n = sr_io_peek(fd, &byte, 1);
 
 	if (n > 0) {
-		int rc = early_frame(f, err);
+		int rc = early_frame(f, fd, err);
 
 		if (rc < 0)
 			return -1;
 		if (rc == 0)
-			c->watch = false;
+			*watch = false;
 		return 0;
 	}
 	if (n == SR_IO_AGAIN)
 		return 0;
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
+	if (f->mesh)
+		snprintf(waited, sizeof(waited), "%u other link(s)",
+		    f->a.missing);
+	else
+		snprintf(waited, sizeof(waited), "rank %u to connect",
+		    f->a.expected);
 	/* Its failure is likely this one's too: a link of this rank failed
-	 * authentication, or the ring formation failed. */
+	 * authentication, or the formation failed. */
 	sr_error_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
 	    SR_EHANDSHAKE, SR_PHASE_HANDSHAKE, "rank %u at %s %s before the "
-	    "ring formed (it failed to form its other link) while this rank "
-	    "waited for rank %u to connect%s", c->peer, c->address,
-	    n == SR_IO_EOF ? "closed its link" : strerror(errno), f->a.expected,
-	    rejected);
+	    "%s formed (it failed to form %s link) while this rank waited "
+	    "for %s%s", peer, address, n == SR_IO_EOF ? "closed its link" :
+	    strerror(errno), f->mesh ? "mesh" : "ring", f->mesh ? "another" :
+	    "its other", waited, rejected);
+	sr_err_peer(err, peer, address);
 	return -1;
+}
+
+/* Appends ", 3, 7" (at most a line's worth) to buf. */
+static void
+add_rank(char *buf, size_t size, uint32_t rank, int *listed)
+{
+	size_t n = strlen(buf);
+
+	if (*listed == 12)
+		snprintf(buf + n, size - n, ", ...");
+	else if (*listed < 12)
+		snprintf(buf + n, size - n, "%s%u", *listed ? ", " : "", rank);
+	(*listed)++;
+}
+
+/* What a mesh still waits for: "connections to ranks 3, 5 (last error:
+ * ...) and for ranks 6, 7 to connect". */
+static void
+mesh_waited(struct formation *f, char *buf, size_t size, struct sr_error *err)
+{
+	char dial[160] = "", accept[160] = "";
+	const struct connector *first = NULL;
+	int ndial = 0, naccept = 0;
+	size_t n;
+
+	for (int i = 0; i < f->nconns; i++) {
+		const struct connector *c = &f->conns[i];
+
+		if (c->state == CONNECT_DONE)
+			continue;
+		if (first == NULL)
+			first = c;
+		add_rank(dial, sizeof(dial), c->peer, &ndial);
+	}
+	for (uint32_t r = 0; r < f->world; r++)
+		if (sr_acceptor_awaits(f, r))
+			add_rank(accept, sizeof(accept), r, &naccept);
+	buf[0] = '\0';
+	if (first != NULL) {
+		snprintf(buf, size, "%s rank%s %s at %s%s%s%s",
+		    first->state == CONNECT_TALK && ndial == 1 ?
+		    "an answer to the handshake from" : "connections to",
+		    ndial > 1 ? "s" : "", dial, ndial > 1 ? "(first) " : "",
+		    first->address, first->last_error[0] ? " (last error: " : "",
+		    first->last_error);
+		n = strlen(buf);
+		if (first->last_error[0])
+			snprintf(buf + n, size - n, ")");
+		sr_err_peer(err, first->peer, first->address);
+	}
+	if (naccept > 0) {
+		n = strlen(buf);
+		snprintf(buf + n, size - n, "%srank%s %s to connect",
+		    n ? " and for " : "", naccept > 1 ? "s" : "", accept);
+	}
 }
 
 static void
 timeout_message(struct formation *f, struct sr_error *err)
 {
-	char took[32], waited[300] = "", rejected[480] = "";
-	const char *next_addr = f->c.address;
+	char took[32], waited[400] = "", rejected[480] = "";
+	const struct connector *c = &f->conns[0];
+	bool dialled = true;
 
 	sr_clock_format_ms(f->options->timeout_ms, took, sizeof(took));
-	if (f->c.state != CONNECT_DONE) {
-		const char *what = f->c.state == CONNECT_TALK ?
-		    "an answer to the handshake from" : "a connection to";
+	for (int i = 0; i < f->nconns; i++)
+		dialled = dialled && f->conns[i].state == CONNECT_DONE;
+	if (f->mesh) {
+		mesh_waited(f, waited, sizeof(waited), err);
+	} else {
+		if (c->state != CONNECT_DONE) {
+			const char *what = c->state == CONNECT_TALK ?
+			    "an answer to the handshake from" :
+			    "a connection to";
 
-		snprintf(waited, sizeof(waited), "%s rank %u at %s%s%s%s", what,
-		    f->c.peer, next_addr, f->c.last_error[0] ? " (last error: " : "",
-		    f->c.last_error, f->c.last_error[0] ? ")" : "");
-		sr_err_peer(err, f->c.peer, next_addr);
-	}
-	if (f->a.prev_fd < 0) {
-		size_t n = strlen(waited);
+			snprintf(waited, sizeof(waited), "%s rank %u at %s%s%s%s",
+			    what, c->peer, c->address,
+			    c->last_error[0] ? " (last error: " : "",
+			    c->last_error, c->last_error[0] ? ")" : "");
+			sr_err_peer(err, c->peer, c->address);
+		}
+		if (f->a.prev_fd < 0) {
+			size_t n = strlen(waited);
 
-		snprintf(waited + n, sizeof(waited) - n, "%srank %u to connect",
-		    n ? " and for " : "", f->a.expected);
-		sr_err_peer(err, f->a.expected, NULL);
+			snprintf(waited + n, sizeof(waited) - n,
+			    "%srank %u to connect", n ? " and for " : "",
+			    f->a.expected);
+			sr_err_peer(err, f->a.expected, NULL);
+		}
 	}
 	sr_acceptor_rejections(f, rejected, sizeof(rejected));
-	/* A ring that never formed because a peer had no key, or another
+	/* Formation that never ended because a peer had no key, or another
 	 * one, failed authentication; say so in the status too. */
 	sr_error_set(err, f->a.rejected > 0 && f->a.last_was_auth ? SR_EAUTH :
-	    SR_ETIMEOUT,
-	    f->c.state != CONNECT_DONE ? SR_PHASE_CONNECT : SR_PHASE_ACCEPT,
+	    SR_ETIMEOUT, !dialled ? SR_PHASE_CONNECT : SR_PHASE_ACCEPT,
 	    "timed out after %s waiting for %s%s", took, waited, rejected);
 }
 
 /*
- * The connector failed for good (err), or the next rank it formed with
- * reported that its own formation failed.  When authentication failed
- * and the previous rank has not been let in, the rank stays for LEAVE_NS
- * at most to tell it so (pending_hello, pending_proof): true to stay.  A
- * previous rank midway through its handshake then learns it from the
- * handshake itself, instead of finding this rank gone and dialling it
- * again until the timeout.
+ * A connector failed for good (err), or the next rank it formed with
+ * reported that its own formation failed.  On a ring, when
+ * authentication failed and the previous rank has not been let in, the
+ * rank stays for LEAVE_NS at most to tell it so (pending_hello,
+ * pending_proof): true to stay.  A previous rank midway through its
+ * handshake then learns it from the handshake itself, instead of finding
+ * this rank gone and dialling it again until the timeout.
  */
 static bool
 form_leave(struct formation *f, const struct sr_error *err)
 {
-	if (err->code != SR_EAUTH || f->a.prev_fd >= 0 || f->leaving ||
-	    f->told_prev)
+	if (f->mesh || err->code != SR_EAUTH || f->a.prev_fd >= 0 ||
+	    f->leaving || f->told_prev)
 		return false;
-	sr_close_fd(&f->c.fd);
-	f->c.state = CONNECT_FAILED;
+	sr_close_fd(&f->conns[0].fd);
+	f->conns[0].state = CONNECT_FAILED;
 	f->leaving = true;
 	f->leave_by = sr_clock_ns() + LEAVE_NS;
 	if (f->leave_by > f->deadline)
 		f->leave_by = f->deadline;
 	return true;
+}
+
+/* Whether the link to rank r formed (a mesh's, or a ring's neighbour). */
+static bool
+formed_with(const struct formation *f, uint32_t r)
+{
+	if (!f->mesh)
+		return r == f->a.expected ? f->a.prev_fd >= 0 :
+		    f->conns[0].state == CONNECT_DONE;
+	if (!sr_mesh_dials(f->rank, r, f->world))
+		return f->a.fds[r] >= 0;
+	for (int i = 0; i < f->nconns; i++)
+		if (f->conns[i].peer == r)
+			return f->conns[i].state == CONNECT_DONE;
+	return false;
 }
 
 /* Tells the caller where formation stands, every progress_ms; returns
@@ -471,6 +564,7 @@ static int64_t
 progress(struct formation *f, int64_t now)
 {
 	const struct sr_ring_options *o = f->options;
+	const struct connector *next = &f->conns[0];
 	struct sr_progress p;
 
 	/* Beyond the timeout it would never be due (nor overflow). */
@@ -484,44 +578,179 @@ progress(struct formation *f, int64_t now)
 	memset(&p, 0, sizeof(p));
 	p.rank = f->rank;
 	p.world = f->world;
-	p.next = f->c.peer;
-	p.prev = f->a.expected;
-	p.next_address = f->c.address;
+	p.next = (f->rank + 1) % f->world;
+	p.prev = (f->rank + f->world - 1) % f->world;
+	p.next_address = f->next_address;
 	p.prev_address = f->prev_address;
-	p.next_connected = f->c.state == CONNECT_TALK ||
-	    f->c.state == CONNECT_DONE;
-	p.next_ready = f->c.state == CONNECT_DONE;
-	p.prev_ready = f->a.prev_fd >= 0;
+	p.next_connected = !f->mesh || next->peer == p.next ?
+	    next->state == CONNECT_TALK || next->state == CONNECT_DONE :
+	    formed_with(f, p.next);
+	p.next_ready = formed_with(f, p.next);
+	p.prev_ready = formed_with(f, p.prev);
 	p.pending = f->a.npending;
 	p.rejected = f->a.rejected;
 	p.elapsed_ms = (now - f->started) / 1000000;
 	p.left_ms = (f->deadline - now) / 1000000;
+	if (f->mesh) {
+		p.links_total = f->world - 1;
+		for (uint32_t r = 0; r < f->world; r++)
+			p.links_formed += r != f->rank && formed_with(f, r);
+	}
 	o->on_progress(o->progress_arg, &p);
 	while (f->progress_at <= now)
 		f->progress_at += o->progress_ms * 1000000;
 	return f->progress_at;
 }
 
+/* Whether every link has formed. */
+static bool
+formed(const struct formation *f)
+{
+	for (int i = 0; i < f->nconns; i++)
+		if (f->conns[i].state != CONNECT_DONE)
+			return false;
+	return !sr_acceptor_open(f);
+}
+
+/* One descriptor of the poll set, and what it stands for. */
+enum slot_kind { SLOT_CONNECTOR, SLOT_WATCH, SLOT_ACCEPTED, SLOT_LISTENER,
+	SLOT_PENDING };
+
+struct poll_set {
+	struct pollfd *fds;
+	enum slot_kind *kind;
+	uint32_t *index;	/* the connector, the rank, or the pending fd */
+	int n;
+};
+
+static void
+poll_add(struct poll_set *ps, int fd, short events, enum slot_kind kind,
+    uint32_t index)
+{
+	ps->fds[ps->n] = (struct pollfd){ .fd = fd, .events = events };
+	ps->kind[ps->n] = kind;
+	ps->index[ps->n++] = index;
+}
+
+/* What the loop waits for: every connector, the links formed and still
+ * watched, and while links are due the listener and the pending
+ * handshakes.  Lowers *wake to the next deadline. */
+static void
+wait_set(struct formation *f, struct poll_set *ps, int64_t now, int64_t *wake)
+{
+	struct acceptor *a = &f->a;
+
+	ps->n = 0;
+	for (int i = 0; i < f->nconns; i++) {
+		struct connector *c = &f->conns[i];
+
+		if (c->state == CONNECT_BACKOFF && c->retry_at < *wake)
+			*wake = c->retry_at;
+		if (c->state == CONNECT_DONE && c->watch)
+			poll_add(ps, c->fd, POLLIN, SLOT_WATCH, (uint32_t)i);
+		else if (c->state == CONNECT_IN_PROGRESS ||
+		    c->state == CONNECT_TALK)
+			poll_add(ps, c->fd, c->state == CONNECT_TALK ?
+			    sr_exchange_events(&c->x) : POLLOUT,
+			    SLOT_CONNECTOR, (uint32_t)i);
+	}
+	for (uint32_t r = 0; f->mesh && r < f->world; r++)
+		if (a->fds[r] >= 0 && a->watch[r])
+			poll_add(ps, a->fds[r], POLLIN, SLOT_ACCEPTED, r);
+	if (!sr_acceptor_open(f))
+		return;
+	poll_add(ps, now < a->paused_until ? -1 : a->listen_fd, POLLIN,
+	    SLOT_LISTENER, 0);
+	if (now < a->paused_until && a->paused_until < *wake)
+		*wake = a->paused_until;
+	for (int i = 0; i < a->npending; i++) {
+		poll_add(ps, a->pending[i].fd,
+		    sr_exchange_events(&a->pending[i].x), SLOT_PENDING,
+		    (uint32_t)a->pending[i].fd);
+		if (a->pending[i].deadline < *wake)
+			*wake = a->pending[i].deadline;
+	}
+}
+
+/* A connector whose backoff ended starts its next attempt. */
+static int
+retry_due(struct formation *f, int64_t now, struct sr_error *err)
+{
+	for (int i = 0; i < f->nconns; i++) {
+		struct connector *c = &f->conns[i];
+
+		if (c->state == CONNECT_BACKOFF && now >= c->retry_at &&
+		    connector_progress(f, c, 0, err) != 0 && !form_leave(f, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* Serves what poll reported on slot i; -1 when formation fails. */
+static int
+serve_slot(struct formation *f, const struct poll_set *ps, int i,
+    struct sr_error *err)
+{
+	struct acceptor *a = &f->a;
+	uint32_t k = ps->index[i];
+	struct connector *c;
+
+	switch (ps->kind[i]) {
+	case SLOT_WATCH:
+		c = &f->conns[k];
+		if (c->state == CONNECT_DONE && c->watch &&
+		    link_watch(f, c->fd, c->peer, c->address, &c->watch,
+		    err) != 0 && !form_leave(f, err))
+			return -1;
+		return 0;
+	case SLOT_CONNECTOR:
+		c = &f->conns[k];
+		if (connector_progress(f, c, ps->fds[i].revents, err) != 0 &&
+		    !form_leave(f, err))
+			return -1;
+		return 0;
+	case SLOT_ACCEPTED:
+		return link_watch(f, a->fds[k], k, f->addresses[k],
+		    &a->watch[k], err);
+	case SLOT_PENDING:
+		/* Slots move as others drop: found by descriptor. */
+		for (int slot = 0; slot < a->npending &&
+		    sr_acceptor_open(f); slot++)
+			if (a->pending[slot].fd == (int)k) {
+				sr_acceptor_progress(f, slot);
+				break;
+			}
+		return 0;
+	case SLOT_LISTENER:
+		break;
+	}
+	return 0;
+}
+
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
-	struct pollfd fds[2 + PENDING_MAX];
-	struct connector *c = &f->c;
-	struct acceptor *a = &f->a;
+	int max = f->nconns + (f->mesh ? (int)f->world : 0) + 1 +
+	    f->a.pending_max;
+	struct pollfd fds[max];
+	enum slot_kind kind[max];
+	uint32_t index[max];
+	struct poll_set ps = { fds, kind, index, 0 };
 
 	for (;;) {
 		int64_t now = sr_clock_ns(), next;
 		int64_t wake = f->leaving ? f->leave_by : f->deadline;
-		int nfds = 0, cidx = -1, lidx = -1, rc;
+		int rc, listener = -1;
 
-		if (c->state == CONNECT_DONE && a->prev_fd >= 0)
+		if (formed(f))
 			return 0;
 		/* err holds why this rank leaves. */
 		if (f->leaving && (f->told_prev || now >= f->leave_by))
 			return -1;
 		if (f->options->cancel != NULL && *f->options->cancel) {
 			sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_CONNECT,
-			    "interrupted while forming the ring");
+			    "interrupted while forming the %s",
+			    f->mesh ? "mesh" : "ring");
 			return -1;
 		}
 		if (now >= f->deadline) {
@@ -531,91 +760,53 @@ form_loop(struct formation *f, struct sr_error *err)
 		sr_acceptor_expire(f, now);
 		if ((next = progress(f, now)) < wake)
 			wake = next;
-		if (c->state == CONNECT_BACKOFF) {
-			if (now >= c->retry_at) {
-				if (connector_progress(f, 0, err) != 0 &&
-				    !form_leave(f, err))
-					return -1;
-				continue;
-			}
-			if (c->retry_at < wake)
-				wake = c->retry_at;
-		} else if (c->state == CONNECT_DONE && c->watch) {
-			cidx = nfds;
-			fds[nfds].fd = c->fd;
-			fds[nfds++].events = POLLIN;
-		} else if (c->state != CONNECT_DONE &&
-		    c->state != CONNECT_FAILED) {
-			cidx = nfds;
-			fds[nfds].fd = c->fd;
-			fds[nfds++].events = c->state == CONNECT_TALK ?
-			    sr_exchange_events(&c->x) : POLLOUT;
-		}
-		if (a->prev_fd < 0) {
-			lidx = nfds;
-			fds[nfds].fd = now < a->paused_until ? -1 : a->listen_fd;
-			fds[nfds++].events = POLLIN;
-			if (now < a->paused_until && a->paused_until < wake)
-				wake = a->paused_until;
-			for (int i = 0; i < a->npending; i++) {
-				fds[nfds].fd = a->pending[i].fd;
-				fds[nfds++].events = sr_exchange_events(&a->pending[i].x);
-				if (a->pending[i].deadline < wake)
-					wake = a->pending[i].deadline;
-			}
-		}
-		rc = poll(fds, (nfds_t)nfds, sr_clock_left_ms(wake));
+		if (retry_due(f, now, err) != 0)
+			return -1;
+		wait_set(f, &ps, now, &wake);
+		rc = poll(fds, (nfds_t)ps.n, sr_clock_left_ms(wake));
 		if (rc < 0 && errno != EINTR) {
 			if (!f->leaving)
 				sr_error_set(err, SR_EIO, SR_PHASE_CONNECT,
 				    "poll: %s", strerror(errno));
 			return -1;
 		}
-		if (rc <= 0)
-			continue;
-		if (cidx >= 0 && fds[cidx].revents != 0 &&
-		    c->state == CONNECT_DONE) {
-			if (connector_watch(f, err) != 0 && !form_leave(f, err))
-				return -1;
-		} else if (cidx >= 0 && fds[cidx].revents != 0 &&
-		    connector_progress(f, fds[cidx].revents, err) != 0 &&
-		    !form_leave(f, err)) {
-			return -1;
-		}
-		if (lidx < 0)
-			continue;
-		/* In accept order, so strays queued ahead of the real rank
-		 * get their verdict too; slots move as others drop. */
-		for (int i = lidx + 1; i < nfds && a->prev_fd < 0; i++) {
+		/* In poll order, so strays queued ahead of a real rank get
+		 * their verdict too. */
+		for (int i = 0; rc > 0 && i < ps.n; i++) {
 			if (fds[i].revents == 0)
 				continue;
-			for (int slot = 0; slot < a->npending; slot++)
-				if (a->pending[slot].fd == fds[i].fd) {
-					sr_acceptor_progress(f, slot);
-					break;
-				}
+			if (kind[i] == SLOT_LISTENER)
+				listener = i;
+			else if (serve_slot(f, &ps, i, err) != 0)
+				return -1;
 		}
-		if (a->prev_fd < 0 && fds[lidx].revents != 0)
+		if (listener >= 0 && sr_acceptor_open(f))
 			sr_acceptor_accept(f);
 	}
 }
 
+static void
+send_abort(int fd, const uint8_t *frame, size_t len)
+{
+	(void)sr_exchange_send_last(fd, frame, len);
+	shutdown(fd, SHUT_WR);
+}
+
 /*
  * Formation failed: a link that did form gets an abort frame (a
- * collective's, with step SR_ABORT_FORMING) before it closes,
- * so the rank at its other end fails with this failure's class (an
+ * collective's, with step SR_ABORT_FORMING) before it closes, so the
+ * rank at its other end fails with this failure's class (an
  * authentication failure is 7 on every rank), not with "closed its link".
  * Best effort: a fresh link's send buffer is empty, and nothing waits.
  */
 static void
 formation_abort(struct formation *f, const struct sr_error *err)
 {
-	uint8_t out[SR_FRAME_HEADER_LEN + SR_ABORT_MAX];
+	uint8_t out[SR_FRAME_HEADER_MAX + SR_ABORT_MAX];
+	size_t header = f->mesh ? SR_FRAME_WIDE_LEN : SR_FRAME_HEADER_LEN;
 	struct sr_frame frame = { .kind = SR_FRAME_ABORT,
 		.step = SR_ABORT_FORMING };
 	struct sr_abort abort;
-	int fds[2] = { f->c.state == CONNECT_DONE ? f->c.fd : -1,
-	    f->a.prev_fd };
 
 	if (err->origin >= 0)
 		return;		/* a neighbour's failure, heard: not ours */
@@ -624,16 +815,19 @@ formation_abort(struct formation *f, const struct sr_error *err)
 	abort.wire_class = sr_wire_from_code(err->code);
 	abort.culprit = err->peer >= 0 ? (uint32_t)err->peer : SR_NO_RANK;
 	snprintf(abort.reason, sizeof(abort.reason), "%.400s", err->message);
-	frame.length = sr_abort_encode(&abort, out + SR_FRAME_HEADER_LEN,
-	    SR_ABORT_MAX);
-	sr_frame_encode(&frame, out);
-	for (int i = 0; i < 2; i++) {
-		if (fds[i] < 0)
-			continue;
-		(void)sr_exchange_send_last(fds[i], out,
-		    SR_FRAME_HEADER_LEN + frame.length);
-		shutdown(fds[i], SHUT_WR);
-	}
+	frame.length = sr_abort_encode(&abort, out + header, SR_ABORT_MAX);
+	if (f->mesh)
+		sr_frame_encode_wide(&frame, out);
+	else
+		sr_frame_encode(&frame, out);
+	for (int i = 0; i < f->nconns; i++)
+		if (f->conns[i].state == CONNECT_DONE)
+			send_abort(f->conns[i].fd, out, header + frame.length);
+	if (!f->mesh && f->a.prev_fd >= 0)
+		send_abort(f->a.prev_fd, out, header + frame.length);
+	for (uint32_t r = 0; f->mesh && r < f->world; r++)
+		if (f->a.fds[r] >= 0)
+			send_abort(f->a.fds[r], out, header + frame.length);
 }
 
 static int
@@ -656,65 +850,167 @@ check_key(const struct sr_ring_options *options, struct sr_error *err)
 	return 0;
 }
 
+/* A connector to rank peer, its address resolved; -1 with err. */
+static int
+connector_init(struct formation *f, struct connector *c, uint32_t peer,
+    struct sr_error *err)
+{
+	char host[SR_ADDR_MAX], why[256];
+	uint16_t port;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->peer = peer;
+	c->address = f->addresses[peer];
+	c->backoff = BACKOFF_FIRST_NS;
+	c->state = CONNECT_BACKOFF;
+	c->retry_at = f->started;
+	if (sr_sock_split(c->address, host, sizeof(host), &port, why,
+		sizeof(why)) == 0 &&
+	    sr_sock_resolve_within(host, port, 0, f->deadline,
+		f->options->cancel, &c->addr, why, sizeof(why)) == 0)
+		return 0;
+	sr_error_set(err, f->options->cancel != NULL && *f->options->cancel ?
+	    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
+	    "the address of rank %u is unusable: %s", peer, why);
+	sr_err_peer(err, peer, c->address);
+	return -1;
+}
+
+/* The formation's state for a ring (one connector, one rank accepted)
+ * or a mesh; -1 with err. */
+static int
+formation_init(struct formation *f, int listen_fd, uint32_t rank,
+    uint32_t world, uint64_t token, const char *const *addresses,
+    const struct sr_ring_options *options, bool mesh, struct sr_error *err)
+{
+	struct acceptor *a = &f->a;
+	uint32_t dials = 0, accepts = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->rank = rank;
+	f->world = world;
+	f->token = token;
+	f->options = options;
+	f->addresses = addresses;
+	f->keyed = options->key != NULL;
+	f->mesh = mesh;
+	f->started = sr_clock_ns();
+	f->deadline = f->started + options->timeout_ms * 1000000;
+	f->next_address = addresses[(rank + 1) % world];
+	f->prev_address = addresses[(rank + world - 1) % world];
+	a->listen_fd = listen_fd;
+	a->prev_fd = -1;
+	a->expected = (rank + world - 1) % world;
+	for (uint32_t r = 0; mesh && r < world; r++) {
+		dials += sr_mesh_dials(rank, r, world);
+		accepts += sr_mesh_dials(r, rank, world);
+	}
+	f->nconns = mesh ? (int)dials : 1;
+	a->missing = mesh ? accepts : 1;
+	a->pending_max = PENDING_MAX + (int)(mesh ? accepts : 0);
+	a->per_host_max = PER_HOST_MAX + (int)(mesh ? accepts : 0);
+	f->conns = calloc((size_t)(f->nconns > 0 ? f->nconns : 1),
+	    sizeof(*f->conns));
+	a->pending = calloc((size_t)a->pending_max, sizeof(*a->pending));
+	if (mesh) {
+		a->fds = malloc(world * sizeof(*a->fds));
+		a->watch = calloc(world, sizeof(*a->watch));
+	}
+	if (f->conns == NULL || a->pending == NULL ||
+	    (mesh && (a->fds == NULL || a->watch == NULL))) {
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONNECT, "out of memory");
+		return -1;
+	}
+	for (uint32_t r = 0; mesh && r < world; r++)
+		a->fds[r] = -1;
+	if (!mesh)
+		return connector_init(f, &f->conns[0], (rank + 1) % world, err);
+	for (uint32_t r = 0, i = 0; r < world; r++)
+		if (sr_mesh_dials(rank, r, world) &&
+		    connector_init(f, &f->conns[i++], r, err) != 0)
+			return -1;
+	return 0;
+}
+
+/* Closes what formation holds but did not hand over, and frees it. */
+static void
+formation_fini(struct formation *f)
+{
+	for (int i = 0; i < f->nconns; i++) {
+		sr_close_fd(&f->conns[i].fd);
+		memset(&f->conns[i].auth, 0, sizeof(f->conns[i].auth));
+	}
+	while (f->a.npending > 0)
+		sr_acceptor_drop(&f->a, 0);
+	sr_close_fd(&f->a.prev_fd);
+	for (uint32_t r = 0; f->a.fds != NULL && r < f->world; r++)
+		sr_close_fd(&f->a.fds[r]);
+	free(f->conns);
+	free(f->a.pending);
+	free(f->a.fds);
+	free(f->a.watch);
+}
+
+/* Runs formation to its end; on failure the links formed are told, then
+ * closed with the rest (formation_fini). */
+static int
+form(struct formation *f, struct sr_error *err)
+{
+	int rc;
+
+	if (sr_sock_nonblocking(f->a.listen_fd) != 0)
+		return sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
+		    "configuring the listener: %s", strerror(errno));
+	rc = form_loop(f, err);
+	while (f->a.npending > 0)
+		sr_acceptor_drop(&f->a, 0);
+	if (rc != 0)
+		formation_abort(f, err);
+	return rc;
+}
+
 int
 sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
     int *next_fd, int *prev_fd, struct sr_error *err)
 {
 	struct formation f;
-	char host[SR_ADDR_MAX], why[256];
-	uint16_t port;
-	int rc;
+	int rc = -1;
 
-	if (check_key(options, err) != 0)
-		return -1;
-	memset(&f, 0, sizeof(f));
-	f.rank = rank;
-	f.world = world;
-	f.token = token;
-	f.options = options;
-	f.keyed = options->key != NULL;
-	f.started = sr_clock_ns();
-	f.deadline = f.started + options->timeout_ms * 1000000;
-	f.c.fd = -1;
-	f.c.peer = (rank + 1) % world;
-	f.c.address = addresses[f.c.peer];
-	f.prev_address = addresses[(rank + world - 1) % world];
-	f.c.backoff = BACKOFF_FIRST_NS;
-	f.c.state = CONNECT_BACKOFF;
-	f.c.retry_at = f.started;
-	f.a.listen_fd = listen_fd;
-	f.a.prev_fd = -1;
-	f.a.expected = (rank + world - 1) % world;
+	if (check_key(options, err) == 0 &&
+	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    options, false, err) == 0 && form(&f, err) == 0) {
+		*next_fd = f.conns[0].fd;
+		*prev_fd = f.a.prev_fd;
+		f.conns[0].fd = f.a.prev_fd = -1;
+		rc = 0;
+	}
+	formation_fini(&f);
+	return rc;
+}
 
-	if (sr_sock_split(f.c.address, host, sizeof(host), &port, why,
-		sizeof(why)) != 0 ||
-	    sr_sock_resolve_within(host, port, 0, f.deadline, options->cancel,
-		&f.c.addr, why, sizeof(why)) != 0) {
-		sr_error_set(err, options->cancel != NULL && *options->cancel ?
-		    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
-		    "the address of rank %u is unusable: %s", f.c.peer, why);
-		sr_err_peer(err, f.c.peer, f.c.address);
-		return -1;
+int
+sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
+    const char *const *addresses, const struct sr_ring_options *options,
+    int *fds, struct sr_error *err)
+{
+	struct formation f;
+	int rc = -1;
+
+	if (check_key(options, err) == 0 &&
+	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    options, true, err) == 0 && form(&f, err) == 0) {
+		for (uint32_t r = 0; r < world; r++) {
+			fds[r] = f.a.fds[r];
+			f.a.fds[r] = -1;
+		}
+		for (int i = 0; i < f.nconns; i++) {
+			fds[f.conns[i].peer] = f.conns[i].fd;
+			f.conns[i].fd = -1;
+		}
+		rc = 0;
 	}
-	if (sr_sock_nonblocking(listen_fd) != 0) {
-		sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
-		    "configuring the listener: %s", strerror(errno));
-		return -1;
-	}
-	rc = form_loop(&f, err);
-	while (f.a.npending > 0)
-		sr_acceptor_drop(&f.a, 0);
-	memset(&f.c.auth, 0, sizeof(f.c.auth));
-	if (rc != 0) {
-		if (err->phase == SR_PHASE_HANDSHAKE && err->origin < 0)
-			sr_err_peer(err, f.c.peer, f.c.address);
-		formation_abort(&f, err);
-		sr_close_fd(&f.c.fd);
-		sr_close_fd(&f.a.prev_fd);
-		return -1;
-	}
-	*next_fd = f.c.fd;
-	*prev_fd = f.a.prev_fd;
-	return 0;
+	formation_fini(&f);
+	return rc;
 }

@@ -1,13 +1,17 @@
 /*
- * handshake.h - ring formation's state, shared by handshake.c (the
- * connector to the next rank and the poll loop) and acceptor.c (the
- * previous rank's side: pending handshakes and their eviction); not
- * installed.
+ * handshake.h - formation's state, shared by handshake.c (the connectors
+ * and the poll loop) and acceptor.c (the accepting side: pending
+ * handshakes and their eviction); not installed.
+ *
+ * A plain ring has one connector (to the next rank) and accepts one rank
+ * (the previous one).  A mesh has a connector to every rank it dials
+ * (sr_mesh_dials) and accepts every rank that dials it, each once.
  */
 #ifndef SR_HANDSHAKE_H
 #define SR_HANDSHAKE_H
 
 #include <poll.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -17,8 +21,12 @@
 #include "sock.h"
 #include "wire.h"
 
-/* Handshakes read at once; more connections wait in the kernel backlog. */
+/* Handshakes read at once; more connections wait in the kernel backlog.
+ * A mesh adds a slot (and one per host) for every rank it accepts. */
 #define PENDING_MAX 16
+/* Of the pending slots, at most this many for one host: a flood from
+ * one address leaves the other half to everyone else. */
+#define PER_HOST_MAX 8
 #define MESSAGE_MAX SR_RESPONSE_LEN
 
 /*
@@ -69,6 +77,7 @@ struct pending {
 	int64_t since;
 	/* Its hello named this job, this world and the expected rank. */
 	bool claims_prev;
+	uint32_t claims;	/* the rank its hello claims */
 	struct exchange x;
 	struct sr_auth auth;
 	struct sr_sockaddr peer;
@@ -77,9 +86,15 @@ struct pending {
 
 struct acceptor {
 	int listen_fd;
-	uint32_t expected;
-	int prev_fd;
-	struct pending pending[PENDING_MAX];
+	uint32_t expected;	/* a ring's previous rank */
+	int prev_fd;		/* a ring's link to it, once taken */
+	/* A mesh: by rank, the links taken (-1: none yet), and the number
+	 * still due. */
+	int *fds;
+	bool *watch;	/* by rank: a link taken, watched until it speaks */
+	uint32_t missing;
+	struct pending *pending;
+	int pending_max, per_host_max;
 	int npending;
 	unsigned long rejected;
 	unsigned long evicted;	/* of those, to make room */
@@ -94,6 +109,7 @@ struct formation {
 	uint64_t token;
 	const struct sr_ring_options *options;
 	bool keyed;
+	bool mesh;
 	int64_t started, deadline;
 	/* Authentication failed on this rank's link to its next rank: it
 	 * stays until leave_by to tell its previous rank, unless told_prev:
@@ -103,10 +119,45 @@ struct formation {
 	bool leaving, told_prev;
 	int64_t leave_by;
 	int64_t progress_at;	/* the next on_progress, 0: not yet set */
-	const char *prev_address;	/* the list's, for on_progress */
-	struct connector c;
+	const char *const *addresses;	/* every rank's, by rank */
+	const char *next_address, *prev_address;	/* for on_progress */
+	/* The ranks this one dials: a ring's next rank alone, or a mesh's
+	 * share (conns[i].peer). */
+	struct connector *conns;
+	int nconns;
 	struct acceptor a;
 };
+
+/* Whether, in a mesh of world ranks, rank a dials rank b (else b dials
+ * a): each rank dials the ranks up to half the ring ahead of it (the
+ * rank exactly opposite only when it is the higher), so dialling and
+ * accepting are shared evenly, and a rank dials its next rank as on a
+ * ring. */
+static inline bool
+sr_mesh_dials(uint32_t a, uint32_t b, uint32_t world)
+{
+	uint32_t ahead = (b + world - a) % world;
+
+	return ahead != 0 && (2 * ahead < world ||
+	    (2 * ahead == world && a < b));
+}
+
+/* Whether the acceptor still takes a link from rank r. */
+static inline bool
+sr_acceptor_awaits(const struct formation *f, uint32_t r)
+{
+	if (!f->mesh)
+		return f->a.prev_fd < 0 && r == f->a.expected;
+	return r < f->world && f->a.fds[r] < 0 &&
+	    sr_mesh_dials(r, f->rank, f->world);
+}
+
+/* Whether any link is still to be accepted. */
+static inline bool
+sr_acceptor_open(const struct formation *f)
+{
+	return f->mesh ? f->a.missing > 0 : f->a.prev_fd < 0;
+}
 
 static inline void
 sr_close_fd(int *fd)

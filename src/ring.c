@@ -45,6 +45,8 @@ ring_free(struct sr_ring *ring)
 	for (uint32_t i = 0; ring->links != NULL && i < ring->nlinks; i++)
 		sr_link_close(&ring->links[i]);
 	free(ring->links);
+	if (ring->all_links != ring->ring_links)
+		free(ring->all_links);
 	sr_engine_free(ring->engine);
 	free(ring->scratch);
 	free(ring->plan_sends);
@@ -124,6 +126,7 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->timeout_ms = options->timeout_ms;
 	ring->cancel = options->cancel;
 	ring->integrity = options->integrity;
+	ring->mesh = options->mesh && world > 1;
 	sr_error_clear(&ring->failure);
 	if (world == 1)
 		return ring;
@@ -137,6 +140,15 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	for (uint64_t i = 0; i < world; i++)
 		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
 			goto fail;
+	if (ring->mesh) {
+		/* Previous first, then round the ring from the next. */
+		if ((ring->all_links = malloc((nlinks - 1) *
+		    sizeof(*ring->all_links))) == NULL)
+			goto fail;
+		for (uint32_t k = 0; k + 1 < ring->world; k++)
+			ring->all_links[ring->nall_links++] =
+			    (ring->rank + ring->world - 1 - k) % ring->world;
+	}
 	ring->engine = sr_engine_new(&(struct sr_engine_config){
 		.links = ring->links, .nlinks = nlinks,
 		.addresses = ring->addresses, .world = ring->world,
@@ -176,6 +188,10 @@ sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next, uint32_t prev)
 	ring->ring_links[0] = prev;
 	ring->ring_links[1] = next;
 	ring->nring_links = next == prev ? 1 : 2;
+	if (ring->all_links != NULL && ring->all_links != ring->ring_links)
+		return;		/* a mesh's: every link, from sr_ring_new */
+	ring->all_links = ring->ring_links;
+	ring->nall_links = ring->nring_links;
 }
 
 void
@@ -193,6 +209,50 @@ sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd, uint32_t peer,
 		    sizeof(ring->congestion));
 }
 
+/* The plain ring's two links, formed. */
+static int
+form_ring(struct sr_ring *ring, struct sr_listener *listener,
+    const char *const *addresses, const struct sr_ring_options *options,
+    struct sr_error *err)
+{
+	int next_fd = -1, prev_fd = -1;
+
+	if (sr_handshake_form(listener->fd, ring->rank, ring->world,
+	    ring->token, addresses, options, &next_fd, &prev_fd, err) != 0)
+		return -1;
+	sr_ring_set_neighbours(ring, SR_NEXT, SR_PREV);
+	sr_ring_set_link(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world,
+	    options->congestion);
+	sr_ring_set_link(ring, SR_PREV, prev_fd,
+	    (ring->rank + ring->world - 1) % ring->world, options->congestion);
+	return 0;
+}
+
+/* A mesh's links, formed: links[r] leads to rank r. */
+static int
+form_mesh(struct sr_ring *ring, struct sr_listener *listener,
+    const char *const *addresses, const struct sr_ring_options *options,
+    struct sr_error *err)
+{
+	uint32_t n = ring->world, me = ring->rank;
+	int *fds = malloc(n * sizeof(*fds));
+
+	if (fds == NULL)
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG,
+		    "out of memory");
+	if (sr_mesh_form(listener->fd, me, n, ring->token, addresses, options,
+	    fds, err) != 0) {
+		free(fds);
+		return -1;
+	}
+	sr_ring_set_neighbours(ring, (me + 1) % n, (me + n - 1) % n);
+	for (uint32_t r = 0; r < n; r++)
+		if (r != me)
+			sr_ring_set_link(ring, r, fds[r], r, options->congestion);
+	free(fds);
+	return 0;
+}
+
 int
 sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
     uint64_t rank, const char *const *addresses, uint64_t world,
@@ -201,7 +261,7 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 {
 	struct sr_ring_options defaults;
 	struct sr_ring *ring;
-	int next_fd = -1, prev_fd = -1;
+	int rc;
 
 	*out = NULL;
 	sr_error_clear(err);
@@ -212,7 +272,7 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 	if (check_config(rank, world, addresses, options, err) != 0)
 		goto fail;
 	if ((ring = sr_ring_new(rank, world, addresses, token, options,
-	    2)) == NULL) {
+	    options->mesh ? (uint32_t)world : 2)) == NULL) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
 		goto fail;
 	}
@@ -224,17 +284,12 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 			ring_free(ring);
 			goto fail;
 		}
-		if (sr_handshake_form(listener->fd, ring->rank, ring->world,
-			token, addresses, options, &next_fd, &prev_fd, err) != 0) {
+		rc = ring->mesh ? form_mesh(ring, listener, addresses, options,
+		    err) : form_ring(ring, listener, addresses, options, err);
+		if (rc != 0) {
 			ring_free(ring);
 			goto fail;
 		}
-		sr_ring_set_neighbours(ring, SR_NEXT, SR_PREV);
-		sr_ring_set_link(ring, SR_NEXT, next_fd,
-		    (ring->rank + 1) % ring->world, options->congestion);
-		sr_ring_set_link(ring, SR_PREV, prev_fd,
-		    (ring->rank + ring->world - 1) % ring->world,
-		    options->congestion);
 	}
 	sr_listener_close(listener);
 	*out = ring;

@@ -37,6 +37,11 @@ struct sr_ring {
 	 * collective runs on (engine.h, sr_transfer.links). */
 	uint32_t ring_links[2];
 	int nring_links;
+	/* Every link that formed, previous first: what the close (goodbyes,
+	 * drain) and a failure's abort run on.  The ring's two, or a mesh's
+	 * world - 1. */
+	uint32_t *all_links;
+	int nall_links;
 	char **addresses;
 	uint8_t *scratch;
 	size_t scratch_size;

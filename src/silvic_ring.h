@@ -228,8 +228,10 @@ typedef void (*sr_stray_fn)(void *arg, const char *peer_address,
 
 /*
  * Where a forming ring stands, for a caller that shows it while it waits
- * (the core never prints).  A rank only ever waits for its two
- * neighbours: it dials the next rank and accepts the previous one.
+ * (the core never prints).  On a plain ring a rank only ever waits for
+ * its two neighbours: it dials the next rank and accepts the previous
+ * one.  On a mesh it waits for every rank; next and prev still say where
+ * its ring neighbours stand.
  */
 struct sr_progress {
 	uint32_t rank, world;
@@ -243,6 +245,8 @@ struct sr_progress {
 	unsigned long rejected;	/* connections rejected so far */
 	int64_t elapsed_ms, left_ms;	/* since formation began; until the
 					 * timeout */
+	/* A mesh: its links formed, of world - 1 (both 0 on a ring). */
+	uint32_t links_formed, links_total;
 };
 
 typedef void (*sr_progress_fn)(void *arg, const struct sr_progress *progress);
@@ -298,6 +302,17 @@ struct sr_ring_options {
 	sr_progress_fn on_progress;
 	void *progress_arg;
 	int64_t progress_ms;
+	/*
+	 * Form a mesh: a link to every other rank, not only to the ring
+	 * neighbours (each rank dials the ranks up to half the ring ahead of
+	 * it and accepts the others), for the groups' collectives and
+	 * point-to-point tests between any two ranks.  The ring collectives
+	 * run on the neighbours' links as before.  Every rank must agree
+	 * (a rank of a plain ring is refused, SR_VERDICT_MESH); the links'
+	 * hellos carry a flag, so a mesh is not byte-identical to
+	 * silvic-net.  A world of w ranks holds w - 1 sockets per rank.
+	 */
+	bool mesh;
 };
 
 /* The longest congestion control name, with its NUL (the kernel's). */

@@ -198,6 +198,8 @@ sr_verdict_reason(enum sr_verdict verdict)
 	case SR_VERDICT_NEXT_AUTH:
 		return "authentication failed on its link to its next rank "
 		    "(another key?), so the ring cannot form";
+	case SR_VERDICT_MESH:
+		return "one side forms a mesh (--mesh), the other a ring";
 	default:
 		return "unknown verdict";
 	}

@@ -52,7 +52,7 @@ uint64_t sr_get_u64le(const uint8_t *p);
  *	8	4	bom	SR_BYTE_ORDER_MARK in the sender's native order
  *	12	4	rank	u32: the rank the connector claims
  *	16	4	world	u32
- *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC (the seed's
+ *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH (the seed's
  *				reserved field, 0 on a plain ring; any other
  *				bit is refused with SR_VERDICT_UNKNOWN_FLAGS)
  *	24	8	token	u64: the job token
@@ -71,8 +71,11 @@ uint64_t sr_get_u64le(const uint8_t *p);
 #define SR_HELLO_AUTH 0x1u
 /* Frames carry a CRC-32C trailer (--integrity); both ends must agree. */
 #define SR_HELLO_CRC 0x2u
+/* The connector forms a mesh (a link to every rank; wide frame headers
+ * on this link); the acceptor must too. */
+#define SR_HELLO_MESH 0x4u
 /* Every flag this version defines; any other bit set is refused. */
-#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC)
+#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH)
 
 /*
  * The verdict, acceptor to connector:
@@ -114,6 +117,8 @@ enum sr_verdict {
 	 * next rank, so the ring cannot form (sent to the previous rank
 	 * instead of accepting it, so it fails at once too). */
 	SR_VERDICT_NEXT_AUTH = 8,
+	/* One side forms a mesh, the other a ring. */
+	SR_VERDICT_MESH = 9,
 	SR_VERDICT_COUNT
 };
 

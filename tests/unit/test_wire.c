@@ -286,14 +286,15 @@ static void
 hello_judge_refuses_undefined_flag_bits(void)
 {
 	static const uint32_t known[] = { 0, SR_HELLO_AUTH, SR_HELLO_CRC,
-		SR_HELLO_AUTH | SR_HELLO_CRC };
+		SR_HELLO_AUTH | SR_HELLO_CRC, SR_HELLO_MESH,
+		SR_HELLO_MESH | SR_HELLO_AUTH | SR_HELLO_CRC };
 	struct sr_hello hello = { 2, 4, 77, 0 };
 
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
 		hello.flags = known[k];
 		CHECKF(sr_hello_judge(&hello, 77, 4, 2) == SR_VERDICT_ACCEPTED,
 		    "flags 0x%x", known[k]);
-		for (int bit = 2; bit < 32; bit++) {
+		for (int bit = 3; bit < 32; bit++) {
 			hello.flags = known[k] | UINT32_C(1) << bit;
 			CHECKF(sr_hello_judge(&hello, 77, 4, 2) ==
 			    SR_VERDICT_UNKNOWN_FLAGS, "flags 0x%x", hello.flags);
@@ -319,7 +320,9 @@ verdict_codes_are_frozen(void)
 
 	CHECK(SR_VERDICT_AUTH_REQUIRED == 4 && SR_VERDICT_NO_KEY == 5);
 	CHECK(SR_VERDICT_INTEGRITY == 6 && SR_VERDICT_UNKNOWN_FLAGS == 7);
-	CHECK(SR_VERDICT_NEXT_AUTH == 8 && SR_VERDICT_COUNT == 9);
+	CHECK(SR_VERDICT_NEXT_AUTH == 8 && SR_VERDICT_MESH == 9 &&
+	    SR_VERDICT_COUNT == 10);
+	CHECK(SR_HELLO_MESH == 0x4u && SR_HELLO_KNOWN == 0x7u);
 	sr_verdict_encode(SR_VERDICT_UNKNOWN_FLAGS, 1, bytes);
 	CHECK(memcmp(bytes, unknown_flags, sizeof(bytes)) == 0);
 	for (int v = 0; v < SR_VERDICT_COUNT; v++) {
@@ -333,6 +336,7 @@ verdict_codes_are_frozen(void)
 	    "flag bits") != NULL);
 	CHECK(strstr(sr_verdict_reason(SR_VERDICT_NEXT_AUTH),
 	    "authentication failed on its link to its next rank") != NULL);
+	CHECK(strstr(sr_verdict_reason(SR_VERDICT_MESH), "mesh") != NULL);
 }
 
 /* --------------------------------------------------------- auth result */
