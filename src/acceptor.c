@@ -142,7 +142,7 @@ answer_and_reject(struct formation *f, struct pending *p,
 	sr_verdict_encode(verdict, f->rank, p->x.out);
 	if (sr_exchange_send_last(p->fd, p->x.out, SR_VERDICT_LEN) == 0 &&
 	    p->claims_prev)
-		f->told_prev = true;
+		sr_formation_told(f, p->claims);
 	reject(f, p->address, auth, "%s", reason);
 	return PENDING_DROP;
 }
@@ -159,6 +159,15 @@ answer_accepted(struct formation *f, struct pending *p)
 	reject(f, p->address, false, "answering its hello failed: %s",
 	    rc == SR_IO_AGAIN ? "the socket is full" : strerror(errno));
 	return PENDING_DROP;
+}
+
+/* What kind of link a hello's flags ask for. */
+static const char *
+link_kind(uint32_t flags)
+{
+	if (flags & SR_HELLO_PROBE)
+		return "bench connect's probe";
+	return flags & SR_HELLO_MESH ? "a mesh (--mesh)" : "a ring";
 }
 
 /* Judges a hello and queues the verdict. */
@@ -181,7 +190,8 @@ pending_hello(struct formation *f, struct pending *p)
 	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
 	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
 	if (verdict == SR_VERDICT_ACCEPTED &&
-	    !(hello.flags & SR_HELLO_MESH) != !f->mesh)
+	    (!(hello.flags & SR_HELLO_MESH) != !f->mesh ||
+	    !(hello.flags & SR_HELLO_PROBE) != !f->probe))
 		verdict = SR_VERDICT_MESH;
 	else if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
 	    !(hello.flags & SR_HELLO_AUTH))
@@ -215,12 +225,13 @@ pending_hello(struct formation *f, struct pending *p)
 	case SR_VERDICT_NEXT_AUTH:
 		snprintf(reason, sizeof(reason), "told rank %u that this rank "
 		    "leaves: authentication failed on its link to rank %u",
-		    hello.rank, f->conns[0].peer);
+		    hello.rank, f->leave_peer);
 		return answer_and_reject(f, p, verdict, true, reason);
 	case SR_VERDICT_MESH:
 		snprintf(reason, sizeof(reason), "it forms %s and this rank %s "
-		    "(it claims rank %u of %u)", f->mesh ? "a ring" : "a mesh",
-		    f->mesh ? "a mesh" : "a ring", hello.rank, hello.world);
+		    "(it claims rank %u of %u)", link_kind(hello.flags),
+		    link_kind((f->mesh ? SR_HELLO_MESH : 0) |
+		    (f->probe ? SR_HELLO_PROBE : 0)), hello.rank, hello.world);
 		return answer_and_reject(f, p, verdict, false, reason);
 	case SR_VERDICT_WRONG_RANK:
 		if (!f->mesh)
@@ -291,7 +302,7 @@ pending_proof(struct formation *f, struct pending *p)
 	/* A proof means it had this rank's response, and with it the
 	 * means to find this rank's key wrong on its own. */
 	if (p->claims_prev)
-		f->told_prev = true;
+		sr_formation_told(f, p->claims);
 	if (!valid) {
 		reject(f, p->address, true, "authentication failed: its proof "
 		    "does not match this rank's key (another key?)");
@@ -300,7 +311,7 @@ pending_proof(struct formation *f, struct pending *p)
 	if (f->leaving) {
 		reject(f, p->address, true, "told rank %u that this rank leaves: "
 		    "authentication failed on its link to rank %u",
-		    p->claims, f->conns[0].peer);
+		    p->claims, f->leave_peer);
 		return PENDING_DROP;
 	}
 	if (!sent) {
@@ -334,7 +345,7 @@ sr_acceptor_progress(struct formation *f, int i)
 			/* Closed with this rank's response in hand: it found
 			 * the key wrong itself. */
 			if (p->claims_prev && p->x.stage == STAGE_PROOF)
-				f->told_prev = true;
+				sr_formation_told(f, p->claims);
 			reject(f, p->address, p->x.stage != STAGE_HELLO,
 			    "%s after %zu of %zu bytes of its %s", why,
 			    p->x.in_got, p->x.in_len, stage_name(p));

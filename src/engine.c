@@ -514,6 +514,13 @@ start(struct run *r, struct sr_error *err)
 		uint32_t k = x->links[i];
 		struct sr_cursor *c = &r->cursor[k];
 
+		if (run_link(r, k)->fd < 0) {
+			sr_error_set(err, SR_EPEER_CLOSED, SR_PHASE_COLLECTIVE,
+			    "no link to rank %u (%s): it did not form", k,
+			    k < r->e->c.world ? r->e->c.addresses[k] : "?");
+			err->peer = k;
+			return -1;
+		}
 		c->send = next_send(r, 0, k);
 		c->recv = sr_engine_next_recv(r, 0, k);
 		c->rx_off = 0;

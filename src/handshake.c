@@ -104,7 +104,8 @@ connector_start(struct formation *f, struct connector *c)
 	struct sr_hello hello = { f->rank, f->world, f->token,
 		(f->keyed ? SR_HELLO_AUTH : 0) |
 		    (f->options->integrity ? SR_HELLO_CRC : 0) |
-		    (f->mesh ? SR_HELLO_MESH : 0) };
+		    (f->mesh ? SR_HELLO_MESH : 0) |
+		    (f->probe ? SR_HELLO_PROBE : 0) };
 
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -114,12 +115,44 @@ connector_start(struct formation *f, struct connector *c)
 	}
 	sr_hello_encode(&hello, c->x.out);
 	sr_exchange_expect(&c->x, STAGE_HELLO, SR_HELLO_LEN, SR_VERDICT_LEN);
+	c->attempts++;
+	c->attempt_ns = c->connected_ns = sr_clock_ns();
 	if (connect(c->fd, (struct sockaddr *)&c->addr.ss, c->addr.len) == 0)
 		c->state = CONNECT_TALK;
 	else if (errno == EINPROGRESS)
 		c->state = CONNECT_IN_PROGRESS;
 	else
 		connector_retry(f, c, strerror(errno));
+}
+
+/* What a probe's connection saw, once its handshake is through. */
+static void
+probe_record(struct formation *f, const struct connector *c)
+{
+	struct sr_probe_link *p = &f->report[c->peer];
+	struct sr_path_info path;
+
+	sr_sock_path_info(c->fd, &path);
+	p->reached = true;
+	p->error[0] = '\0';
+	p->connect_us = (c->connected_ns - c->attempt_ns) / 1000;
+	p->handshake_us = (sr_clock_ns() - c->connected_ns) / 1000;
+	p->rtt_us = path.rtt_us;
+	p->rtt_var_us = path.rtt_var_us;
+	p->mtu = path.mtu;
+	snprintf(p->local, sizeof(p->local), "%s", path.local);
+	snprintf(p->iface, sizeof(p->iface), "%s", path.iface);
+}
+
+/* The link formed: watched for an early failure of its peer, but not in a
+ * probe, where a peer done probing closes the links it does not keep. */
+static void
+connector_done(struct formation *f, struct connector *c)
+{
+	c->state = CONNECT_DONE;
+	c->watch = !f->probe;
+	if (f->probe)
+		probe_record(f, c);
 }
 
 static int
@@ -159,8 +192,7 @@ connector_verdict(struct formation *f, struct connector *c,
 		return -1;
 	}
 	if (!f->keyed) {
-		c->state = CONNECT_DONE;
-		c->watch = true;
+		connector_done(f, c);
 		return 0;
 	}
 	sr_formation_auth_init(f, &c->auth, f->rank, c->peer);
@@ -218,7 +250,8 @@ connector_response(struct connector *c, struct sr_error *err)
 }
 
 static int
-connector_result(struct connector *c, struct sr_error *err)
+connector_result(struct formation *f, struct connector *c,
+    struct sr_error *err)
 {
 	enum sr_auth_result result;
 
@@ -232,8 +265,7 @@ connector_result(struct connector *c, struct sr_error *err)
 		return auth_failed(err, c->peer, c->address,
 		    "it accepted this rank's proof but leaves: authentication "
 		    "failed on its link to its next rank (another key?)");
-	c->state = CONNECT_DONE;
-	c->watch = true;
+	connector_done(f, c);
 	return 0;
 }
 
@@ -251,6 +283,7 @@ connector_connected(struct formation *f, struct connector *c)
 		connector_retry(f, c, strerror(soerr));
 		return false;
 	}
+	c->connected_ns = sr_clock_ns();
 	return true;
 }
 
@@ -293,7 +326,7 @@ connector_talk(struct formation *f, struct connector *c, struct sr_error *err)
 		rc = connector_response(c, err);
 		break;
 	case STAGE_PROOF:
-		rc = connector_result(c, err);
+		rc = connector_result(f, c, err);
 		break;
 	}
 	return rc == 0 ? 1 : -1;
@@ -375,6 +408,17 @@ early_frame(struct formation *f, int fd, struct sr_error *err)
 	sr_error_set(err, sr_wire_to_code(abort.wire_class), SR_PHASE_HANDSHAKE,
 	    "rank %u reported: %s%s", abort.origin, abort.reason, rejected);
 	err->origin = abort.origin;
+	if (f->mesh) {
+		/* Forwarded to the links formed (formation_abort), and the
+		 * rank it blames named. */
+		f->heard = abort;
+		f->heard_abort = true;
+		err->peer = abort.culprit != SR_NO_RANK ? abort.culprit :
+		    abort.origin;
+		if (err->peer < f->world)
+			snprintf(err->peer_address, sizeof(err->peer_address),
+			    "%s", f->addresses[err->peer]);
+	}
 	return -1;
 }
 
@@ -456,8 +500,11 @@ mesh_waited(struct formation *f, char *buf, size_t size, struct sr_error *err)
 		add_rank(dial, sizeof(dial), c->peer, &ndial);
 	}
 	for (uint32_t r = 0; r < f->world; r++)
-		if (sr_acceptor_awaits(f, r))
+		if (sr_acceptor_awaits(f, r)) {
+			if (naccept == 0 && first == NULL)
+				sr_err_peer(err, r, f->addresses[r]);
 			add_rank(accept, sizeof(accept), r, &naccept);
+		}
 	buf[0] = '\0';
 	if (first != NULL) {
 		snprintf(buf, size, "%s rank%s %s at %s%s%s%s",
@@ -520,26 +567,63 @@ timeout_message(struct formation *f, struct sr_error *err)
 }
 
 /*
- * A connector failed for good (err), or the next rank it formed with
- * reported that its own formation failed.  On a ring, when
- * authentication failed and the previous rank has not been let in, the
- * rank stays for LEAVE_NS at most to tell it so (pending_hello,
- * pending_proof): true to stay.  A previous rank midway through its
- * handshake then learns it from the handshake itself, instead of finding
- * this rank gone and dialling it again until the timeout.
+ * A connector failed for good (err), or a rank it formed with reported
+ * that its own formation failed.  When authentication failed and a rank
+ * it awaits (a ring's previous rank; on a mesh, any) has not been let in,
+ * the rank stays for LEAVE_NS at most to tell them so (pending_hello,
+ * pending_proof): true to stay.  A rank midway through its handshake then
+ * learns it from the handshake itself, instead of finding this rank gone
+ * and dialling it again until the timeout.
  */
 static bool
 form_leave(struct formation *f, const struct sr_error *err)
 {
-	if (f->mesh || err->code != SR_EAUTH || f->a.prev_fd >= 0 ||
-	    f->leaving || f->told_prev)
+	if (err->code != SR_EAUTH || !sr_acceptor_open(f) || f->leaving ||
+	    f->told_prev)
 		return false;
-	sr_close_fd(&f->conns[0].fd);
-	f->conns[0].state = CONNECT_FAILED;
+	for (int i = 0; i < f->nconns; i++) {
+		if (f->mesh && f->conns[i].state == CONNECT_DONE)
+			continue;	/* formed: its abort comes at the end */
+		sr_close_fd(&f->conns[i].fd);
+		f->conns[i].state = CONNECT_FAILED;
+	}
+	f->leave_peer = err->peer >= 0 ? (uint32_t)err->peer : f->conns[0].peer;
 	f->leaving = true;
 	f->leave_by = sr_clock_ns() + LEAVE_NS;
 	if (f->leave_by > f->deadline)
 		f->leave_by = f->deadline;
+	return true;
+}
+
+/*
+ * A connector failed for good (err): in a probe, that is its report, and
+ * formation goes on (true); else form_leave decides.
+ */
+static bool
+connector_lost(struct formation *f, struct connector *c,
+    const struct sr_error *err)
+{
+	struct sr_probe_link *p;
+
+	if (!f->probe)
+		return form_leave(f, err);
+	p = &f->report[c->peer];
+	p->reached = false;
+	snprintf(p->error, sizeof(p->error), "%.199s", err->message);
+	sr_close_fd(&c->fd);
+	c->state = CONNECT_FAILED;
+	return true;
+}
+
+/* Whether every rank this one awaits has been told it leaves. */
+static bool
+everyone_told(const struct formation *f)
+{
+	if (!f->mesh)
+		return f->told_prev;
+	for (uint32_t r = 0; r < f->world; r++)
+		if (sr_acceptor_awaits(f, r) && !f->told[r])
+			return false;
 	return true;
 }
 
@@ -602,12 +686,16 @@ progress(struct formation *f, int64_t now)
 	return f->progress_at;
 }
 
-/* Whether every link has formed. */
+/* Whether every link has formed (a probe: every connection has had its
+ * answer, or the probe's time is up). */
 static bool
-formed(const struct formation *f)
+formed(const struct formation *f, int64_t now)
 {
+	if (f->probe && now >= f->probe_deadline)
+		return true;
 	for (int i = 0; i < f->nconns; i++)
-		if (f->conns[i].state != CONNECT_DONE)
+		if (f->conns[i].state != CONNECT_DONE &&
+		    !(f->probe && f->conns[i].state == CONNECT_FAILED))
 			return false;
 	return !sr_acceptor_open(f);
 }
@@ -680,7 +768,8 @@ retry_due(struct formation *f, int64_t now, struct sr_error *err)
 		struct connector *c = &f->conns[i];
 
 		if (c->state == CONNECT_BACKOFF && now >= c->retry_at &&
-		    connector_progress(f, c, 0, err) != 0 && !form_leave(f, err))
+		    connector_progress(f, c, 0, err) != 0 &&
+		    !connector_lost(f, c, err))
 			return -1;
 	}
 	return 0;
@@ -706,7 +795,7 @@ serve_slot(struct formation *f, const struct poll_set *ps, int i,
 	case SLOT_CONNECTOR:
 		c = &f->conns[k];
 		if (connector_progress(f, c, ps->fds[i].revents, err) != 0 &&
-		    !form_leave(f, err))
+		    !connector_lost(f, c, err))
 			return -1;
 		return 0;
 	case SLOT_ACCEPTED:
@@ -739,13 +828,14 @@ form_loop(struct formation *f, struct sr_error *err)
 
 	for (;;) {
 		int64_t now = sr_clock_ns(), next;
-		int64_t wake = f->leaving ? f->leave_by : f->deadline;
+		int64_t wake = f->leaving ? f->leave_by : f->probe ?
+		    f->probe_deadline : f->deadline;
 		int rc, listener = -1;
 
-		if (formed(f))
+		if (formed(f, now))
 			return 0;
 		/* err holds why this rank leaves. */
-		if (f->leaving && (f->told_prev || now >= f->leave_by))
+		if (f->leaving && (everyone_told(f) || now >= f->leave_by))
 			return -1;
 		if (f->options->cancel != NULL && *f->options->cancel) {
 			sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_CONNECT,
@@ -808,13 +898,20 @@ formation_abort(struct formation *f, const struct sr_error *err)
 		.step = SR_ABORT_FORMING };
 	struct sr_abort abort;
 
-	if (err->origin >= 0)
-		return;		/* a neighbour's failure, heard: not ours */
-	memset(&abort, 0, sizeof(abort));
-	abort.origin = f->rank;
-	abort.wire_class = sr_wire_from_code(err->code);
-	abort.culprit = err->peer >= 0 ? (uint32_t)err->peer : SR_NO_RANK;
-	snprintf(abort.reason, sizeof(abort.reason), "%.400s", err->message);
+	if (err->origin >= 0 && f->heard_abort) {
+		/* A mesh forwards the origin's own words to every link. */
+		abort = f->heard;
+	} else if (err->origin >= 0) {
+		return;		/* a ring neighbour's failure, heard: not ours */
+	} else {
+		memset(&abort, 0, sizeof(abort));
+		abort.origin = f->rank;
+		abort.wire_class = sr_wire_from_code(err->code);
+		abort.culprit = err->peer >= 0 ? (uint32_t)err->peer :
+		    SR_NO_RANK;
+		snprintf(abort.reason, sizeof(abort.reason), "%.400s",
+		    err->message);
+	}
 	frame.length = sr_abort_encode(&abort, out + header, SR_ABORT_MAX);
 	if (f->mesh)
 		sr_frame_encode_wide(&frame, out);
@@ -902,9 +999,14 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 	a->listen_fd = listen_fd;
 	a->prev_fd = -1;
 	a->expected = (rank + world - 1) % world;
+	f->probe = mesh && options->probe_ms > 0;
+	f->report = options->probe;
+	f->probe_deadline = f->started + (f->probe && options->probe_ms <
+	    options->timeout_ms ? options->probe_ms : options->timeout_ms) *
+	    1000000;
 	for (uint32_t r = 0; mesh && r < world; r++) {
-		dials += sr_mesh_dials(rank, r, world);
-		accepts += sr_mesh_dials(r, rank, world);
+		dials += f->probe ? r != rank : sr_mesh_dials(rank, r, world);
+		accepts += f->probe ? r != rank : sr_mesh_dials(r, rank, world);
 	}
 	f->nconns = mesh ? (int)dials : 1;
 	a->missing = mesh ? accepts : 1;
@@ -916,9 +1018,10 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 	if (mesh) {
 		a->fds = malloc(world * sizeof(*a->fds));
 		a->watch = calloc(world, sizeof(*a->watch));
+		f->told = calloc(world, sizeof(*f->told));
 	}
-	if (f->conns == NULL || a->pending == NULL ||
-	    (mesh && (a->fds == NULL || a->watch == NULL))) {
+	if (f->conns == NULL || a->pending == NULL || (mesh &&
+	    (a->fds == NULL || a->watch == NULL || f->told == NULL))) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONNECT, "out of memory");
 		return -1;
 	}
@@ -926,10 +1029,23 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 		a->fds[r] = -1;
 	if (!mesh)
 		return connector_init(f, &f->conns[0], (rank + 1) % world, err);
-	for (uint32_t r = 0, i = 0; r < world; r++)
-		if (sr_mesh_dials(rank, r, world) &&
-		    connector_init(f, &f->conns[i++], r, err) != 0)
-			return -1;
+	for (uint32_t r = 0, i = 0; r < world; r++) {
+		if (f->probe && r < world) {
+			memset(&f->report[r], 0, sizeof(f->report[r]));
+			f->report[r].peer = r;
+		}
+		if ((f->probe ? r != rank : sr_mesh_dials(rank, r, world)) &&
+		    connector_init(f, &f->conns[i++], r, err) != 0) {
+			if (!f->probe)
+				return -1;
+			/* An address that does not resolve is the probe's
+			 * finding for that rank. */
+			snprintf(f->report[r].error, sizeof(f->report[r].error),
+			    "%.199s", err->message);
+			f->conns[i - 1].state = CONNECT_FAILED;
+			sr_error_clear(err);
+		}
+	}
 	return 0;
 }
 
@@ -950,6 +1066,7 @@ formation_fini(struct formation *f)
 	free(f->a.pending);
 	free(f->a.fds);
 	free(f->a.watch);
+	free(f->told);
 }
 
 /* Runs formation to its end; on failure the links formed are told, then
@@ -990,6 +1107,52 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	return rc;
 }
 
+/* Why a probe's connection to c->peer never got through, at its end. */
+static void
+probe_unanswered(struct formation *f, const struct connector *c)
+{
+	struct sr_probe_link *p = &f->report[c->peer];
+	char took[32];
+
+	p->attempts = c->attempts;
+	if (c->state == CONNECT_DONE || c->state == CONNECT_FAILED)
+		return;
+	sr_clock_format_ms((f->probe_deadline - f->started) / 1000000, took,
+	    sizeof(took));
+	if (c->state == CONNECT_TALK)
+		snprintf(p->error, sizeof(p->error), "no answer to the "
+		    "handshake within %s", took);
+	else if (c->state == CONNECT_IN_PROGRESS && c->last_error[0] == '\0')
+		snprintf(p->error, sizeof(p->error), "the connection was not "
+		    "answered within %s (no reply to its SYN)", took);
+	else
+		snprintf(p->error, sizeof(p->error), "no connection within %s "
+		    "(last error: %.120s)", took, c->last_error);
+}
+
+/*
+ * A probe ends with up to two connections a pair, one each way.  Both
+ * ends keep the same one, by the mesh's rule: the one the mesh would
+ * dial, or else the other; the rest are closed.
+ */
+static void
+probe_finish(struct formation *f)
+{
+	for (int i = 0; i < f->nconns; i++) {
+		struct connector *c = &f->conns[i];
+		uint32_t r = c->peer;
+		bool mine = c->state == CONNECT_DONE, theirs = f->a.fds[r] >= 0;
+
+		probe_unanswered(f, c);
+		if (mine && theirs && sr_mesh_dials(f->rank, r, f->world))
+			sr_close_fd(&f->a.fds[r]);
+		else if (mine && theirs)
+			sr_close_fd(&c->fd);
+		if (!mine)
+			sr_close_fd(&c->fd);
+	}
+}
+
 int
 sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
@@ -1001,11 +1164,16 @@ sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	if (check_key(options, err) == 0 &&
 	    formation_init(&f, listen_fd, rank, world, token, addresses,
 	    options, true, err) == 0 && form(&f, err) == 0) {
+		if (f.probe)
+			probe_finish(&f);
 		for (uint32_t r = 0; r < world; r++) {
 			fds[r] = f.a.fds[r];
 			f.a.fds[r] = -1;
 		}
 		for (int i = 0; i < f.nconns; i++) {
+			if (f.conns[i].state != CONNECT_DONE ||
+			    f.conns[i].fd < 0)
+				continue;
 			fds[f.conns[i].peer] = f.conns[i].fd;
 			f.conns[i].fd = -1;
 		}

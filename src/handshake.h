@@ -63,10 +63,13 @@ struct connector {
 	int64_t backoff;
 	struct exchange x;
 	struct sr_auth auth;
-	/* Formed, and nothing read on it yet: watched for a close until this
-	 * rank's previous one is in (connector_watch). */
+	/* Formed, and nothing read on it yet: watched for a close until
+	 * formation ends (link_watch). */
 	bool watch;
 	char last_error[160];
+	/* For a probe: when the attempt began and its connection came up. */
+	int64_t attempt_ns, connected_ns;
+	uint32_t attempts;
 };
 
 struct pending {
@@ -110,6 +113,12 @@ struct formation {
 	const struct sr_ring_options *options;
 	bool keyed;
 	bool mesh;
+	/* A probe (bench connect): every rank dials every other; failures
+	 * are reported in report[peer], and formation ends, whatever
+	 * formed, by probe_deadline. */
+	bool probe;
+	struct sr_probe_link *report;
+	int64_t probe_deadline;
 	int64_t started, deadline;
 	/* Authentication failed on this rank's link to its next rank: it
 	 * stays until leave_by to tell its previous rank, unless told_prev:
@@ -118,6 +127,14 @@ struct formation {
 	 * wrong by itself. */
 	bool leaving, told_prev;
 	int64_t leave_by;
+	uint32_t leave_peer;	/* the rank authentication failed with */
+	/* A mesh: by rank, whether a rank it awaits was told this one
+	 * leaves (the ring's told_prev, for each). */
+	bool *told;
+	/* A mesh: the abort heard first on a formed link, forwarded on the
+	 * others when formation fails because of it. */
+	struct sr_abort heard;
+	bool heard_abort;
 	int64_t progress_at;	/* the next on_progress, 0: not yet set */
 	const char *const *addresses;	/* every rank's, by rank */
 	const char *next_address, *prev_address;	/* for on_progress */
@@ -148,8 +165,19 @@ sr_acceptor_awaits(const struct formation *f, uint32_t r)
 {
 	if (!f->mesh)
 		return f->a.prev_fd < 0 && r == f->a.expected;
-	return r < f->world && f->a.fds[r] < 0 &&
-	    sr_mesh_dials(r, f->rank, f->world);
+	return r < f->world && f->a.fds[r] < 0 && (f->probe ?
+	    r != f->rank : sr_mesh_dials(r, f->rank, f->world));
+}
+
+/* A rank this one awaits (the ring's previous rank, or on a mesh any)
+ * had its answer that this rank leaves. */
+static inline void
+sr_formation_told(struct formation *f, uint32_t r)
+{
+	if (!f->mesh)
+		f->told_prev = true;
+	else if (r < f->world)
+		f->told[r] = true;
 }
 
 /* Whether any link is still to be accepted. */

@@ -107,6 +107,11 @@ check_config(uint64_t rank, uint64_t world, const char *const *addresses,
 			    "rank %llu has no address", (unsigned long long)i);
 			return -1;
 		}
+	if (options->probe_ms > 0 && options->probe == NULL) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "a probe needs its report (sr_ring_options.probe)");
+		return -1;
+	}
 	if (world > 1 && sr_congestion_check(options->congestion, err) != 0)
 		return -1;
 	return 0;
@@ -126,7 +131,7 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->timeout_ms = options->timeout_ms;
 	ring->cancel = options->cancel;
 	ring->integrity = options->integrity;
-	ring->mesh = options->mesh && world > 1;
+	ring->mesh = (options->mesh || options->probe_ms > 0) && world > 1;
 	sr_error_clear(&ring->failure);
 	if (world == 1)
 		return ring;
@@ -235,7 +240,7 @@ form_mesh(struct sr_ring *ring, struct sr_listener *listener,
     struct sr_error *err)
 {
 	uint32_t n = ring->world, me = ring->rank;
-	int *fds = malloc(n * sizeof(*fds));
+	int *fds = malloc(n * sizeof(*fds)), kept = 0;
 
 	if (fds == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG,
@@ -247,9 +252,15 @@ form_mesh(struct sr_ring *ring, struct sr_listener *listener,
 	}
 	sr_ring_set_neighbours(ring, (me + 1) % n, (me + n - 1) % n);
 	for (uint32_t r = 0; r < n; r++)
-		if (r != me)
+		if (r != me && fds[r] >= 0)
 			sr_ring_set_link(ring, r, fds[r], r, options->congestion);
 	free(fds);
+	/* A probe's mesh may lack links: the close and the abort run on
+	 * those that formed. */
+	for (int i = 0; i < ring->nall_links; i++)
+		if (ring->links[ring->all_links[i]].fd >= 0)
+			ring->all_links[kept++] = ring->all_links[i];
+	ring->nall_links = kept;
 	return 0;
 }
 
@@ -272,7 +283,8 @@ sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
 	if (check_config(rank, world, addresses, options, err) != 0)
 		goto fail;
 	if ((ring = sr_ring_new(rank, world, addresses, token, options,
-	    options->mesh ? (uint32_t)world : 2)) == NULL) {
+	    options->mesh || options->probe_ms > 0 ? (uint32_t)world : 2)) ==
+	    NULL) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
 		goto fail;
 	}

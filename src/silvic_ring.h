@@ -313,6 +313,38 @@ struct sr_ring_options {
 	 * silvic-net.  A world of w ranks holds w - 1 sockets per rank.
 	 */
 	bool mesh;
+	/*
+	 * Probe instead of forming (bench connect), when > 0: every rank
+	 * dials every other rank, both ways, for at most probe_ms (of the
+	 * timeout), and what each of its own connections saw goes into
+	 * probe[r] (world entries, the caller's).  A rank that cannot be
+	 * reached is recorded there, not an error: sr_ring_connect succeeds
+	 * with the links that formed (one a pair, as a mesh's), and a
+	 * collective that needs a missing one fails naming it.  Every rank
+	 * must probe (SR_VERDICT_MESH otherwise).  Implies mesh.
+	 */
+	int64_t probe_ms;
+	struct sr_probe_link *probe;
+};
+
+/*
+ * What a probe (sr_ring_options.probe_ms) saw of one rank: this rank's
+ * own connection to it.  reached is false with error saying why when the
+ * connection or its handshake failed by the probe's end; the numbers are
+ * then those of the last attempt that got that far (0 when none did).
+ */
+struct sr_probe_link {
+	uint32_t peer;
+	bool reached;
+	char error[200];
+	int64_t connect_us;	/* connect() until the connection was up */
+	int64_t handshake_us;	/* until the handshake's last answer */
+	uint32_t rtt_us;	/* the kernel's smoothed round trip (TCP_INFO) */
+	uint32_t rtt_var_us;
+	uint32_t mtu;		/* the path MTU the connection uses (IP_MTU) */
+	char local[SR_ADDR_MAX];	/* its local address, "ip:port" */
+	char iface[32];		/* the interface that address is on */
+	uint32_t attempts;	/* connections tried */
 };
 
 /* The longest congestion control name, with its NUL (the kernel's). */

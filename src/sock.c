@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -477,6 +478,55 @@ sr_sock_get_congestion(int fd, char *buf, size_t size)
 	memset(buf, 0, size);
 	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &len) != 0)
 		buf[0] = '\0';
+}
+
+/* The interface whose address is addr's IP, into name. */
+static void
+iface_of(const struct sr_sockaddr *addr, char *name, size_t size)
+{
+	struct ifaddrs *ifs, *i;
+
+	name[0] = '\0';
+	if (getifaddrs(&ifs) != 0)
+		return;
+	for (i = ifs; i != NULL; i = i->ifa_next) {
+		struct sr_sockaddr a = { .len = sizeof(a.ss) };
+
+		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
+		    i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&a.ss, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		if (sr_sock_same_host(&a, addr)) {
+			snprintf(name, size, "%s", i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifs);
+}
+
+void
+sr_sock_path_info(int fd, struct sr_path_info *info)
+{
+	struct sr_sockaddr local = { .len = sizeof(local.ss) };
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int mtu = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+		info->rtt_us = ti.tcpi_rtt;
+		info->rtt_var_us = ti.tcpi_rttvar;
+	}
+	if (getsockname(fd, (struct sockaddr *)&local.ss, &local.len) != 0)
+		return;
+	len = sizeof(mtu);
+	if (getsockopt(fd, local.ss.ss_family == AF_INET6 ? IPPROTO_IPV6 :
+	    IPPROTO_IP, local.ss.ss_family == AF_INET6 ? IPV6_MTU : IP_MTU,
+	    &mtu, &len) == 0 && mtu > 0)
+		info->mtu = (uint32_t)mtu;
+	sr_sock_format(&local, info->local, sizeof(info->local));
+	iface_of(&local, info->iface, sizeof(info->iface));
 }
 
 void

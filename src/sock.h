@@ -56,6 +56,17 @@ bool sr_sock_same_host(const struct sr_sockaddr *a,
 int sr_sock_nonblocking(int fd);
 /* TCP_NODELAY, SO_KEEPALIVE and TCP_USER_TIMEOUT from the timeout. */
 void sr_sock_tune(int fd, int64_t timeout_ms);
+/* What a connected TCP socket's path looks like, for a probe: the
+ * kernel's smoothed round trip and its variance (us), the path MTU, the
+ * local address and the interface it is on ("" when unknown).  Best
+ * effort: a field the kernel does not give stays 0 or "". */
+struct sr_path_info {
+	uint32_t rtt_us, rtt_var_us;
+	uint32_t mtu;
+	char local[SR_ADDR_MAX];
+	char iface[32];
+};
+void sr_sock_path_info(int fd, struct sr_path_info *info);
 /* Buffer sizes; best effort. */
 void sr_sock_buffers(int fd, int bytes);
 /* Sets the congestion control; -1 with why (what the kernel offers or

@@ -199,7 +199,8 @@ sr_verdict_reason(enum sr_verdict verdict)
 		return "authentication failed on its link to its next rank "
 		    "(another key?), so the ring cannot form";
 	case SR_VERDICT_MESH:
-		return "one side forms a mesh (--mesh), the other a ring";
+		return "the two sides form different links: a mesh (--mesh), "
+		    "a ring, or bench connect's probe";
 	default:
 		return "unknown verdict";
 	}

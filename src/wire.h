@@ -52,7 +52,8 @@ uint64_t sr_get_u64le(const uint8_t *p);
  *	8	4	bom	SR_BYTE_ORDER_MARK in the sender's native order
  *	12	4	rank	u32: the rank the connector claims
  *	16	4	world	u32
- *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH (the seed's
+ *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH |
+ *				SR_HELLO_PROBE (the seed's
  *				reserved field, 0 on a plain ring; any other
  *				bit is refused with SR_VERDICT_UNKNOWN_FLAGS)
  *	24	8	token	u64: the job token
@@ -74,8 +75,12 @@ uint64_t sr_get_u64le(const uint8_t *p);
 /* The connector forms a mesh (a link to every rank; wide frame headers
  * on this link); the acceptor must too. */
 #define SR_HELLO_MESH 0x4u
+/* The connector probes (bench connect): every rank dials every other;
+ * with SR_HELLO_MESH.  The acceptor must probe too. */
+#define SR_HELLO_PROBE 0x8u
 /* Every flag this version defines; any other bit set is refused. */
-#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH)
+#define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH | \
+	SR_HELLO_PROBE)
 
 /*
  * The verdict, acceptor to connector:
@@ -117,7 +122,8 @@ enum sr_verdict {
 	 * next rank, so the ring cannot form (sent to the previous rank
 	 * instead of accepting it, so it fails at once too). */
 	SR_VERDICT_NEXT_AUTH = 8,
-	/* One side forms a mesh, the other a ring. */
+	/* One side forms a mesh, the other a ring, or one probes (bench
+	 * connect) and the other not. */
 	SR_VERDICT_MESH = 9,
 	SR_VERDICT_COUNT
 };

@@ -86,6 +86,7 @@ struct rank_ctx {
 	struct rank_report *report;
 	int out_fd;		/* to the parent */
 	int in_fd;		/* from the parent */
+	struct sr_probe_link *probe;	/* a probe's report, RANKS_MAX */
 };
 
 struct ranks_job {
@@ -102,6 +103,12 @@ struct ranks_job {
 	 * join the ring. */
 	uint32_t hold_mask;
 	const char *congestion;	/* the ring option; NULL: the kernel's */
+	bool mesh;		/* form a mesh (sr_ring_options.mesh) */
+	uint32_t ring_mask;	/* ranks that form a plain ring all the same */
+	int64_t probe_ms;	/* probe (sr_ring_options.probe_ms) */
+	const uint8_t *key;	/* authenticate with this key ... */
+	size_t key_len;
+	uint32_t keyless_mask;	/* ... but not these ranks */
 };
 
 struct ranks {
@@ -172,7 +179,7 @@ static void rank_check_failed(struct rank_ctx *ctx, const char *file,
     int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-static void
+static inline void
 rank_check_failed(struct rank_ctx *ctx, const char *file, int line,
     const char *cond, const char *fmt, ...)
 {
@@ -248,7 +255,7 @@ rank_told(struct rank_ctx *ctx)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-static void
+static inline void
 rank_on_stray(void *arg, const char *peer_address, const char *reason)
 {
 	struct rank_ctx *ctx = arg;
@@ -262,7 +269,7 @@ rank_on_stray(void *arg, const char *peer_address, const char *reason)
 }
 
 /* Waits (with the job's deadline) for the parent's byte, and takes it. */
-static void
+static inline void
 rank_hold(struct rank_ctx *ctx, int64_t deadline_ms)
 {
 	struct pollfd pfd = { .fd = ctx->in_fd, .events = POLLIN };
@@ -282,6 +289,7 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 {
 	static struct rank_report report;
 	static struct rank_msg msg;
+	static struct sr_probe_link probe[RANKS_MAX];
 	struct rank_ctx ctx = { .rank = rank, .world = r->job.world,
 		.job = &r->job, .report = &report, .out_fd = out_fd,
 		.in_fd = in_fd };
@@ -311,6 +319,14 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 	options.on_stray = rank_on_stray;
 	options.stray_arg = &ctx;
 	options.congestion = r->job.congestion;
+	options.mesh = r->job.mesh && !(r->job.ring_mask >> rank & 1);
+	options.probe_ms = r->job.probe_ms;
+	options.probe = probe;
+	ctx.probe = probe;
+	if (r->job.key != NULL && !(r->job.keyless_mask >> rank & 1)) {
+		options.key = r->job.key;
+		options.key_len = r->job.key_len;
+	}
 	token = r->job.token_of[rank] ? r->job.token_of[rank] : r->job.token;
 	if (r->job.hold_mask >> rank & 1)
 		rank_hold(&ctx, r->job.deadline_ms);
@@ -339,7 +355,7 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 /* ----------------------------------------------------------- the parent */
 
 /* Opens every rank's listener; the addresses are then in r->address. */
-static int
+static inline int
 ranks_open(struct ranks *r, const struct ranks_job *job)
 {
 	struct sr_error err;
@@ -368,7 +384,7 @@ ranks_open(struct ranks *r, const struct ranks_job *job)
 }
 
 /* For a test that gives up between ranks_open and ranks_start. */
-static void
+static inline void
 ranks_close_listeners(struct ranks *r)
 {
 	for (uint32_t i = 0; i < r->job.world; i++) {
@@ -378,14 +394,14 @@ ranks_close_listeners(struct ranks *r)
 }
 
 /* A descriptor of the parent's (a stray) that the children must close. */
-static void
+static inline void
 ranks_parent_fd(struct ranks *r, int fd)
 {
 	if (r->nparent_fds < RANKS_PARENT_FDS)
 		r->parent_fds[r->nparent_fds++] = fd;
 }
 
-static void
+static inline void
 ranks_reap(struct ranks *r, uint32_t i)
 {
 	if (r->pid[i] <= 0 || r->reaped[i])
@@ -396,7 +412,7 @@ ranks_reap(struct ranks *r, uint32_t i)
 }
 
 /* Forks the ranks; -1 when a fork fails (those forked are killed). */
-static int
+static inline int
 ranks_start(struct ranks *r)
 {
 	/* A write to a rank that has exited must fail, not kill the test. */
@@ -450,7 +466,7 @@ fail:
 	return -1;
 }
 
-static void
+static inline void
 ranks_message(struct ranks *r, uint32_t i)
 {
 	struct rank_msg msg;
@@ -474,7 +490,7 @@ typedef bool (*ranks_until_fn)(const struct ranks *r, const void *arg);
  * Reads what the children send until done(r, arg) holds, every pipe is
  * closed, or until_ns passes.  A closed pipe is a child gone: it is reaped.
  */
-static void
+static inline void
 ranks_pump(struct ranks *r, int64_t until_ns, ranks_until_fn done,
     const void *arg)
 {
@@ -527,7 +543,7 @@ struct ranks_event_wait {
 	int times;
 };
 
-static bool
+static inline bool
 ranks_have_event(const struct ranks *r, const void *arg)
 {
 	const struct ranks_event_wait *w = arg;
@@ -540,7 +556,7 @@ ranks_have_event(const struct ranks *r, const void *arg)
 
 /* Waits until every rank in mask has sent event `times` times; false at
  * the deadline (or when a rank exits without them). */
-static bool
+static inline bool
 ranks_wait_event(struct ranks *r, uint32_t mask, enum rank_event event,
     int times, int64_t until_ns)
 {
@@ -552,7 +568,7 @@ ranks_wait_event(struct ranks *r, uint32_t mask, enum rank_event event,
 	return ranks_have_event(r, &w);
 }
 
-static bool
+static inline bool
 ranks_have_reports(const struct ranks *r, const void *arg)
 {
 	uint32_t mask = *(const uint32_t *)arg;
@@ -564,7 +580,7 @@ ranks_have_reports(const struct ranks *r, const void *arg)
 }
 
 /* Waits for the reports of the ranks in mask (or their exit). */
-static void
+static inline void
 ranks_wait_reports(struct ranks *r, uint32_t mask, int64_t until_ns)
 {
 	if (until_ns > r->deadline_ns)
@@ -574,7 +590,7 @@ ranks_wait_reports(struct ranks *r, uint32_t mask, int64_t until_ns)
 
 /* Writes the rank its byte.  A rank that has already exited cannot be
  * told, which is no failure of the telling (the parent ignores SIGPIPE). */
-static void
+static inline void
 ranks_tell(struct ranks *r, uint32_t rank)
 {
 	if (r->to[rank] >= 0 && write(r->to[rank], "f", 1) != 1)
@@ -582,7 +598,7 @@ ranks_tell(struct ranks *r, uint32_t rank)
 		    strerror(errno));
 }
 
-static int64_t
+static inline int64_t
 ranks_kill(struct ranks *r, uint32_t rank, int sig)
 {
 	int64_t t = ranks_now_ns();
@@ -597,7 +613,7 @@ ranks_kill(struct ranks *r, uint32_t rank, int sig)
  * Waits for every child to report and exit, up to the job's deadline;
  * then SIGKILLs the stragglers it forked and fails.  Always reaps.
  */
-static void
+static inline void
 ranks_finish(struct ranks *r)
 {
 	bool late = false;
@@ -632,7 +648,7 @@ ranks_finish(struct ranks *r)
 
 /* The usual verdict: every rank in mask reported, exited 0 and passed its
  * checks; with want_ok, also succeeded. */
-static void
+static inline void
 ranks_check_clean(const struct ranks *r, uint32_t mask, bool want_ok)
 {
 	char text[SR_MESSAGE_MAX + 32];

@@ -246,8 +246,8 @@ static void
 verdict_rejects_unknown_status(void)
 {
 	/* 4 and 5 are the authentication verdicts, 6 the integrity one, 7
-	 * undefined flags, 8 a rank that leaves. */
-	static const uint32_t statuses[] = { 9, 256, 0x01000000u,
+	 * undefined flags, 8 a rank that leaves, 9 a ring/mesh mix. */
+	static const uint32_t statuses[] = { 10, 256, 0x01000000u,
 		UINT32_MAX };
 	uint8_t bytes[SR_VERDICT_LEN];
 
@@ -287,14 +287,15 @@ hello_judge_refuses_undefined_flag_bits(void)
 {
 	static const uint32_t known[] = { 0, SR_HELLO_AUTH, SR_HELLO_CRC,
 		SR_HELLO_AUTH | SR_HELLO_CRC, SR_HELLO_MESH,
-		SR_HELLO_MESH | SR_HELLO_AUTH | SR_HELLO_CRC };
+		SR_HELLO_MESH | SR_HELLO_AUTH | SR_HELLO_CRC,
+		SR_HELLO_MESH | SR_HELLO_PROBE };
 	struct sr_hello hello = { 2, 4, 77, 0 };
 
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
 		hello.flags = known[k];
 		CHECKF(sr_hello_judge(&hello, 77, 4, 2) == SR_VERDICT_ACCEPTED,
 		    "flags 0x%x", known[k]);
-		for (int bit = 3; bit < 32; bit++) {
+		for (int bit = 4; bit < 32; bit++) {
 			hello.flags = known[k] | UINT32_C(1) << bit;
 			CHECKF(sr_hello_judge(&hello, 77, 4, 2) ==
 			    SR_VERDICT_UNKNOWN_FLAGS, "flags 0x%x", hello.flags);
@@ -322,7 +323,8 @@ verdict_codes_are_frozen(void)
 	CHECK(SR_VERDICT_INTEGRITY == 6 && SR_VERDICT_UNKNOWN_FLAGS == 7);
 	CHECK(SR_VERDICT_NEXT_AUTH == 8 && SR_VERDICT_MESH == 9 &&
 	    SR_VERDICT_COUNT == 10);
-	CHECK(SR_HELLO_MESH == 0x4u && SR_HELLO_KNOWN == 0x7u);
+	CHECK(SR_HELLO_MESH == 0x4u && SR_HELLO_PROBE == 0x8u &&
+	    SR_HELLO_KNOWN == 0xfu);
 	sr_verdict_encode(SR_VERDICT_UNKNOWN_FLAGS, 1, bytes);
 	CHECK(memcmp(bytes, unknown_flags, sizeof(bytes)) == 0);
 	for (int v = 0; v < SR_VERDICT_COUNT; v++) {
