@@ -153,6 +153,11 @@ struct cli_ring {
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
 	bool mesh;		/* --mesh */
+	/* bench connect: probe for this long (seconds, > 0) instead of
+	 * forming; cli_ring_open then fills *probe (world entries, the
+	 * caller frees them). */
+	double probe;
+	struct sr_probe_link **probe_report;
 	const char *congestion;	/* --tcp-congestion; NULL: the system's */
 	double progress;	/* --progress-interval seconds */
 };

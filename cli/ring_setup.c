@@ -692,6 +692,18 @@ on_progress(void *arg, const struct sr_progress *p)
 	char there[300] = "", missing[400] = "", extra[80] = "", left[32];
 	size_t n;
 
+	if (p->links_total > 0) {
+		/* A mesh: how many of its links are up, and its ring
+		 * neighbours' (whose lines say who is there). */
+		if (p->pending > 0 || p->rejected > 0)
+			snprintf(extra, sizeof(extra), " (%d connection(s) in "
+			    "their hello, %lu rejected)", p->pending,
+			    p->rejected);
+		seconds_left(p->left_ms, left, sizeof(left));
+		cli_progress("forming the mesh: %u of %u links up%s; %s left",
+		    p->links_formed, p->links_total, extra, left);
+		return;
+	}
 	if (p->next_ready)
 		snprintf(there, sizeof(there), "connected to rank %u (%s)",
 		    p->next, p->next_address);
@@ -841,6 +853,16 @@ form(struct setup *s, struct sr_ring **ring)
 	options.progress_ms = cli_progress_ms;
 	options.integrity = s->opts->integrity;
 	options.mesh = s->opts->mesh;
+	if (s->opts->probe > 0 && s->opts->probe_report != NULL) {
+		options.probe_ms = (int64_t)(s->opts->probe * 1000);
+		if (options.probe_ms < 1)
+			options.probe_ms = 1;
+		options.probe = calloc(s->list.n, sizeof(*options.probe));
+		if (options.probe == NULL)
+			return sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_CONFIG,
+			    "out of memory");
+		*s->opts->probe_report = options.probe;
+	}
 	options.congestion = s->opts->congestion;
 	if (s->key_len > 0) {
 		options.key = s->key;

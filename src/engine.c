@@ -313,19 +313,19 @@ waits_on(const struct run *r, uint32_t k)
 	    l->tx_errno != 0 || (r->x->drain && !l->eof);
 }
 
-/* The link this rank waits on first: the first with a receive due (or,
- * with blocked too, a send stuck), else the transfer's last. */
+/* The link this rank waits on: the last of the transfer's with a
+ * receive due (or, with blocked too, a send stuck), else its first. */
 static uint32_t
 waited_link(const struct run *r, bool blocked)
 {
-	for (int i = 0; i < r->x->nlinks; i++) {
+	for (int i = r->x->nlinks - 1; i >= 0; i--) {
 		uint32_t k = r->x->links[i];
 
 		if (r->cursor[k].recv >= 0 ||
 		    (blocked && sr_link_tx_blocked(run_link(r, k))))
 			return k;
 	}
-	return r->x->links[r->x->nlinks - 1];
+	return r->x->links[0];
 }
 
 static void

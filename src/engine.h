@@ -68,9 +68,9 @@ struct sr_transfer {
 	 * The links the transfer runs on, each once: every send's and
 	 * receive's link, and any other it must watch (for an abort, a
 	 * close, or a later collective's frame waiting its turn).  They are
-	 * served in this order, and the first with a receive due is the one
-	 * a heartbeat says this rank waits on (a ring lists its previous
-	 * rank first: that is whom a ring step waits on).
+	 * served in this order, and the last with a receive due is the one a
+	 * heartbeat says this rank waits on (a ring lists its next rank,
+	 * then its previous one: whom a ring step waits on).
 	 */
 	const uint32_t *links;
 	int nlinks;

@@ -146,13 +146,13 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
 			goto fail;
 	if (ring->mesh) {
-		/* Previous first, then round the ring from the next. */
+		/* Round the ring from the next rank to the previous one. */
 		if ((ring->all_links = malloc((nlinks - 1) *
 		    sizeof(*ring->all_links))) == NULL)
 			goto fail;
-		for (uint32_t k = 0; k + 1 < ring->world; k++)
+		for (uint32_t k = 1; k < ring->world; k++)
 			ring->all_links[ring->nall_links++] =
-			    (ring->rank + ring->world - 1 - k) % ring->world;
+			    (ring->rank + k) % ring->world;
 	}
 	ring->engine = sr_engine_new(&(struct sr_engine_config){
 		.links = ring->links, .nlinks = nlinks,
@@ -190,8 +190,8 @@ sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next, uint32_t prev)
 {
 	ring->next = next;
 	ring->prev = prev;
-	ring->ring_links[0] = prev;
-	ring->ring_links[1] = next;
+	ring->ring_links[0] = next;
+	ring->ring_links[1] = prev;
 	ring->nring_links = next == prev ? 1 : 2;
 	if (ring->all_links != NULL && ring->all_links != ring->ring_links)
 		return;		/* a mesh's: every link, from sr_ring_new */

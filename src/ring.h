@@ -33,13 +33,13 @@ struct sr_ring {
 	struct sr_link *links;
 	uint32_t nlinks;
 	uint32_t next, prev;
-	/* Both neighbours' links, previous first, each once: what a ring
+	/* Both neighbours' links, next first, each once: what a ring
 	 * collective runs on (engine.h, sr_transfer.links). */
 	uint32_t ring_links[2];
 	int nring_links;
-	/* Every link that formed, previous first: what the close (goodbyes,
-	 * drain) and a failure's abort run on.  The ring's two, or a mesh's
-	 * world - 1. */
+	/* Every link that formed: what the close (goodbyes, drain) runs
+	 * on.  The ring's two, or a mesh's world - 1 from the next rank
+	 * round to the previous one. */
 	uint32_t *all_links;
 	int nall_links;
 	char **addresses;
