@@ -63,9 +63,10 @@ script() {
 		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
 		[ "$WAIT_STATUS" -eq 4 ]
 	done
-	# Rank 0 dials rank 1 with a mesh's hello; rank 1, a ring, refuses it.
-	grep -Eq "rank 0: rank 1 at 127\.0\.0\.1:${PORTS[1]} rejected this rank: the two sides form different links: a mesh \(--mesh\), a ring, or bench connect's probe" "$(err 0)"
-	# Rank 1 dials rank 2, which refuses a ring's hello and says so.
+	# Rank 1, a ring, dials rank 2, which refuses its hello and says so;
+	# rank 1 learns why from the verdict.  (Rank 0's mesh hello to rank 1
+	# is refused too, unless rank 1 has left by then.)
+	grep -Eq "rank 1: rank 2 at 127\.0\.0\.1:${PORTS[2]} rejected this rank: the two sides form different links: a mesh \(--mesh\), a ring, or bench connect's probe" "$(err 1)"
 	grep -Eq "rank 2: rejected a connection from 127\.0\.0\.1:[0-9]+: it forms a ring and this rank a mesh \(--mesh\) \(it claims rank 1 of 3\)" "$(err 2)"
 }
 
