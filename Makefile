@@ -188,7 +188,8 @@ soak-quick: all
 
 # The C tests of the pure modules under valgrind (the multi-rank ones fork
 # and time out on purpose; they run under the sanitizers instead).
-VALGRIND_TESTS := test_wire test_reduce test_schedule test_engine test_script test_jobs test_bench
+VALGRIND_TESTS := test_wire test_reduce test_schedule test_engine test_script test_jobs test_bench \
+    test_pairs test_pairs_out test_connect
 valgrind: $(UNIT_BIN)
 	$(Q)for t in $(VALGRIND_TESTS); do \
 	    [ -x $(B)/tests/$$t ] || continue; \
