@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "bench_connect.h"
 #include "bench_data.h"
 #include "bench_out.h"
 #include "discover.h"
@@ -25,6 +26,8 @@
 
 const char usage_bench[] =
 "usage: silvic-ring bench [allreduce|allgather|broadcast|links|all] [OPTIONS]\n"
+"       silvic-ring bench connect [OPTIONS]   (see bench connect --help)\n"
+"       silvic-ring bench pairs [OPTIONS]     (see bench pairs --help)\n"
 "\n"
 "Measures collectives the way nccl-tests does: a sweep of sizes, each\n"
 "timed out of place, then in place, over -n iterations after -w warm-up\n"
@@ -126,10 +129,15 @@ parse(int argc, char **argv, struct cli_ring *ring, struct bench_options *o)
 		if (cli_ring_option(ring, c, optarg) < 0)
 			return EXIT_USAGE;
 	}
+	if (optind < argc && (strcmp(argv[optind], "connect") == 0 ||
+	    strcmp(argv[optind], "pairs") == 0))
+		return cli_usage_error("bench: '%s' comes first, before the "
+		    "options: silvic-ring bench %s [OPTIONS]", argv[optind],
+		    argv[optind]);
 	if (optind < argc && bench_coll_parse(argv[optind], &o->colls) != 0)
 		return cli_usage_error("bench: '%s' is not a benchmark "
-		    "(allreduce, allgather, broadcast, links or all)",
-		    argv[optind]);
+		    "(allreduce, allgather, broadcast, links, all, connect or "
+		    "pairs)", argv[optind]);
 	if (optind + 1 < argc)
 		return cli_usage_error("bench: unexpected argument '%s'",
 		    argv[optind + 1]);
@@ -669,6 +677,8 @@ cmd_bench(int argc, char **argv)
 	uint64_t world = 0;
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "connect") == 0)
+		return cmd_bench_connect(argc - 1, argv + 1);
 	cli_ring_init(&ropts);
 	bench_options_init(&o);
 	if ((rc = parse(argc, argv, &ropts, &o)) != 0)

@@ -119,6 +119,8 @@ char *bench_size_format(uint64_t bytes, char *buf, size_t size);
 /* Numbers that go to other ranks travel as 8 little-endian bytes. */
 void bench_put_u64le(uint8_t *p, uint64_t v);
 uint64_t bench_get_u64le(const uint8_t *p);
+void bench_put_u32le(uint8_t *p, uint32_t v);
+uint32_t bench_get_u32le(const uint8_t *p);
 
 /* ---------------------------------------------------------- the sweep */
 

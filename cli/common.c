@@ -306,8 +306,16 @@ json_number(FILE *out, double v)
 		fputs("null", out);
 	else if (v == floor(v) && fabs(v) < 1e15)
 		fprintf(out, "%.0f", v);
-	else
-		fprintf(out, "%.17g", v);
+	else {
+		/* The shortest of 15 or 17 digits that reads back as v:
+		 * 0.173, not 0.17299999999999999. */
+		char text[32];
+
+		snprintf(text, sizeof(text), "%.15g", v);
+		if (strtod(text, NULL) != v)
+			snprintf(text, sizeof(text), "%.17g", v);
+		fputs(text, out);
+	}
 }
 
 static const char *

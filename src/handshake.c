@@ -121,6 +121,10 @@ connector_start(struct formation *f, struct connector *c)
 		c->state = CONNECT_TALK;
 	else if (errno == EINPROGRESS)
 		c->state = CONNECT_IN_PROGRESS;
+	else if (errno == EINVAL)
+		/* What Linux says to a connect whose route is a blackhole. */
+		connector_retry(f, c, "Invalid argument (its route discards "
+		    "everything: a blackhole route?)");
 	else
 		connector_retry(f, c, strerror(errno));
 }

@@ -157,5 +157,10 @@ assert recs[-1]["type"] == "summary" and recs[-1]["exit"] == 1, recs[-1]
 			grep -q -- "Fl -${opt#--}\b" "$man" || missing+=("$cmd $opt")
 		done
 	done
+	for sub in connect; do
+		for opt in $("$SR" bench "$sub" --help | grep -oE -- '--[a-z][a-z_-]+' | sort -u); do
+			grep -q -- "Fl -${opt#--}\b" "$man" || missing+=("bench $sub $opt")
+		done
+	done
 	[ ${#missing[@]} -eq 0 ] || { printf 'not in the man page: %s\n' "${missing[@]}"; false; }
 }

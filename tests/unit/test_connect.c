@@ -18,6 +18,7 @@
 #include "check.h"
 #include "json_read.h"
 #include "connect_verdict.h"
+#include "bench_connect.h"
 
 static char addr_buf[64][32];
 static char *addrs[64];
@@ -422,6 +423,77 @@ write_sample(const char *dir)
 	return rc ? 1 : 0;
 }
 
+/* A rank's probe report through its wire form: every field of every
+ * peer, the ends and errors by table; past the tables' room the last
+ * entry stands for the rest, and a text too long is cut, NUL-terminated. */
+static void
+test_report_round_trip(void)
+{
+	enum { W = 12 };
+	static char *addresses[W];
+	struct sr_probe_link probe[W];
+	struct connect_matrix c;
+	uint8_t *wire = malloc(bench_connect_report_len(W));
+	char text[W][32];
+
+	CHECK(wire != NULL);
+	if (wire == NULL)
+		return;
+	for (uint32_t r = 0; r < W; r++) {
+		snprintf(text[r], sizeof(text[r]), "10.0.0.%u:4000", r + 1);
+		addresses[r] = text[r];
+	}
+	memset(probe, 0, sizeof(probe));
+	for (uint32_t r = 0; r < W; r++) {
+		struct sr_probe_link *p = &probe[r];
+
+		p->peer = r;
+		p->reached = r % 3 != 0;
+		p->attempts = r + 1;
+		p->connect_us = 1000 * r + 7;
+		p->handshake_us = 500;
+		p->rtt_us = 10 * r;
+		p->mtu = r < 6 ? 1500 : 9000;
+		snprintf(p->local, sizeof(p->local), "10.0.%u.1:%u", r % 10,
+		    50000 + r);
+		snprintf(p->iface, sizeof(p->iface), "eth%u", r % 10);
+		if (!p->reached)
+			snprintf(p->error, sizeof(p->error), "error %u", r);
+	}
+	memset(probe[9].error, 'x', sizeof(probe[9].error) - 1);
+	bench_connect_encode(probe, W, 1, wire);
+	CHECK(connect_matrix_init(&c, W, addresses) == 0);
+	bench_connect_decode(wire, W, 1, &c);
+	for (uint32_t to = 0; to < W; to++) {
+		const struct connect_probe *p;
+
+		if (to == 1)
+			continue;
+		p = connect_probe_at(&c, 1, to);
+		CHECKF(p->reached == probe[to].reached, "to %u", to);
+		CHECKF(p->end[0].mtu == probe[to].mtu, "to %u: mtu %u", to,
+		    p->end[0].mtu);
+		CHECKF(fabs(p->connect_ms - (1000.0 * to + 507) / 1000) < 1e-9,
+		    "to %u: %g ms", to, p->connect_ms);
+		CHECKF(p->rtt_us == 10.0 * to, "to %u: rtt %g", to, p->rtt_us);
+		/* Eight ends fit: 0, 2, ..., 8 in its own; 9 shares the
+		 * last entry's. */
+		if (to < 8)
+			CHECKF(strcmp(p->end[0].address, probe[to].local) == 0 &&
+			    strcmp(p->end[0].ifname, probe[to].iface) == 0,
+			    "to %u: %s %s", to, p->end[0].address,
+			    p->end[0].ifname);
+		if (!probe[to].reached && to != 9)
+			CHECKF(strcmp(p->error, probe[to].error) == 0,
+			    "to %u: '%s'", to, p->error);
+		if (to == 9)
+			CHECKF(strlen(p->error) == sizeof(p->error) - 1,
+			    "a long error cut to %zu bytes", strlen(p->error));
+	}
+	connect_matrix_fini(&c);
+	free(wire);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -434,5 +506,6 @@ main(int argc, char **argv)
 	TEST_RUN(test_shared_host);
 	TEST_RUN(test_table);
 	TEST_RUN(test_json);
+	TEST_RUN(test_report_round_trip);
 	return TEST_DONE();
 }
