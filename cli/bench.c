@@ -679,6 +679,8 @@ cmd_bench(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "connect") == 0)
 		return cmd_bench_connect(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "pairs") == 0)
+		return cmd_bench_pairs(argc - 1, argv + 1);
 	cli_ring_init(&ropts);
 	bench_options_init(&o);
 	if ((rc = parse(argc, argv, &ropts, &o)) != 0)

@@ -384,7 +384,7 @@ judge(struct connect_run *r, struct connect_matrix *c)
 }
 
 static int
-run(struct connect_run *r)
+judge_probe(struct connect_run *r)
 {
 	struct connect_matrix c;
 	int rc;
@@ -402,6 +402,17 @@ run(struct connect_run *r)
 		rc = own_findings(r, &c);
 	connect_matrix_fini(&c);
 	return rc;
+}
+
+int
+bench_connect_judge(struct sr_ring *ring, char **addresses,
+    struct sr_probe_link *probe, bool json)
+{
+	struct connect_run r = { .ring = ring, .rank = sr_ring_rank(ring),
+		.world = sr_ring_world(ring), .addresses = addresses,
+		.probe = probe, .json = json };
+
+	return judge_probe(&r);
 }
 
 int
@@ -435,7 +446,7 @@ cmd_bench_connect(int argc, char **argv)
 		rc = cli_usage_error("bench connect: a world of one has no "
 		    "pairs to probe");
 	else
-		rc = run(&r);
+		rc = judge_probe(&r);
 	/* The close agrees on the links that formed; after a finding its
 	 * failure says nothing more. */
 	if (rc == EXIT_OK) {
