@@ -54,28 +54,29 @@
  * every other, one hop, and folds the n inputs in member order):
  *
  *	members	bytes	direct		doubling	(us per call)
- *	3	8	14 - 26		12 - 15
- *	3	4096	18 - 29		15 - 24
- *	4	8	28 - 32		22 - 28
- *	4	4096	34 - 66		27 - 46
- *	8	8	120 - 136	80 - 94
- *	8	4096	169 - 190	100 - 122
+ *	3	8	14 - 19		12 - 14
+ *	3	4096	19 - 23		14 - 24
+ *	4	8	30 - 37		24 - 37
+ *	4	4096	36 - 40		31 - 32
+ *	8	8	127 - 172	80 - 101
+ *	8	4096	172 - 198	100 - 126
  *
- * Doubling won every time, at 3 members too, where its path has 3 hops
- * (pairing, one hop, back) against 1: the direct exchange's n-1 frames
- * each way cost every rank more system calls than the hops cost.  Then
- * doubling against the ring (medians, us; doubling / ring):
+ * Doubling won but once (level, 3 members at 4 KiB), at 3 members too,
+ * where its path has 3 hops (pairing, one hop, back) against 1: the
+ * direct exchange's n-1 frames each way cost every rank more system calls
+ * than the hops cost.  Then doubling against the ring (medians of 6
+ * blocks of 40 calls, us; doubling / ring):
  *
- *	members	32 KiB	64 KiB	128 KiB	256 KiB	1 MiB
- *	3	25/48	47/63	78/75	118/203	1204/1326
- *	4	53/90	101/110	270/200	504/327	1940/1542
- *	8	257/369	344/350	1074/499 1722/781 11200/5963
+ *	members	32 KiB	64 KiB		96 KiB		128 KiB	256 KiB	1 MiB
+ *	3	28/57	44-49/57-69	-		218/94	199/125	1657/1645
+ *	4	54/97	118/121		171-183/117-131	354/158	486/254	3960/2290
+ *	8	131/283	330-651/386-481	-		620/380	1160/723 5954/3365
  *
  * Doubling moves each member's whole input at every hop, the ring
  * 2(n-1)/n of it in all; so doubling while bytes x hops is at most
- * GROUP_DOUBLING_MOVES (64 KiB at 3 and 8 members, 96 KiB at 4).
+ * GROUP_DOUBLING_MOVES (43 KiB at 3 and 8 members, 64 KiB at 4).
  */
-#define GROUP_DOUBLING_MOVES (192u << 10)
+#define GROUP_DOUBLING_MOVES (128u << 10)
 
 struct sr_group {
 	struct sr_ring *ring;
