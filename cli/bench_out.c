@@ -281,8 +281,10 @@ row_json(FILE *out, const struct bench_sweep *s, const struct bench_row *row)
 	json_string(out, sr_dtype_name(row->dtype));
 	fputs(",\"op\":", out);
 	json_string(out, bench_row_op(row));
-	fprintf(out, ",\"world\":%u,\"iters\":%llu", s->world,
-	    (unsigned long long)row->iters);
+	fprintf(out, ",\"world\":%u", sr_ring_world(s->ring));
+	if (s->ranks != NULL)
+		fprintf(out, ",\"members\":%u", s->world);
+	fprintf(out, ",\"iters\":%llu", (unsigned long long)row->iters);
 	half_json(out, s, oop, "");
 	fprintf(out, ",\"slowest_rank\":%u,\"spread_pct\":", oop->t.slowest);
 	json_number(out, oop->t.spread_pct);
@@ -302,7 +304,8 @@ row_csv(FILE *out, const struct bench_sweep *s, const struct bench_row *row)
 	fprintf(out, "%s,%llu,%llu,%s,%s,%u,%llu,%.3f,%.6f,%.6f,",
 	    bench_coll_name(row->coll), (unsigned long long)row->bytes,
 	    (unsigned long long)row->count, sr_dtype_name(row->dtype),
-	    bench_row_op(row), s->world, (unsigned long long)row->iters,
+	    bench_row_op(row), sr_ring_world(s->ring),
+	    (unsigned long long)row->iters,
 	    oop->t.time * 1e6, oop->algbw, oop->busbw);
 	if (s->o->check)
 		fprintf(out, "%llu", (unsigned long long)oop->wrong);
