@@ -125,6 +125,21 @@ mesh_start(struct ranks *r, struct ranks_job *job)
 	return rc;
 }
 
+/* Runs scenario (with arg) on a fresh mesh of world ranks to its end;
+ * false when the ranks could not start (a failed check). */
+static bool
+mesh_run(struct ranks *r, uint32_t world, int (*scenario)(struct rank_ctx *),
+    const void *arg)
+{
+	struct ranks_job job = { .world = world, .scenario = scenario,
+		.arg = arg };
+
+	if (mesh_start(r, &job) != 0)
+		return false;
+	ranks_finish(r);
+	return true;
+}
+
 /* ------------------------------------------------------- values, groups */
 
 struct group_def {
@@ -224,6 +239,23 @@ make_group(struct rank_ctx *ctx, const struct group_def *d)
 		    sr_group_index(g));
 	}
 	return g;
+}
+
+/* A scenario's end: with rc 0 the close (every rank must agree), then
+ * its groups and buffers go. */
+static int
+scenario_end(struct rank_ctx *ctx, struct sr_group **g, int n, void *a,
+    void *b, int rc)
+{
+	struct sr_error err;
+
+	if (rc == 0 && sr_ring_finish(ctx->ring, &err) != 0)
+		rc = rank_fail(ctx, &err);
+	for (int i = 0; i < n; i++)
+		sr_group_free(g[i]);
+	free(a);
+	free(b);
+	return rc;
 }
 
 /* A collective failed: recorded, and the scenario stops. */
@@ -433,13 +465,7 @@ mixed_scenario(struct rank_ctx *ctx)
 		if (rc == 0 && sr_barrier(ctx->ring, &err) != 0)
 			rc = rank_fail(ctx, &err);
 	}
-	if (rc == 0 && sr_ring_finish(ctx->ring, &err) != 0)
-		rc = rank_fail(ctx, &err);
-	for (int i = 0; i < 4; i++)
-		sr_group_free(g[i]);
-	free(send);
-	free(recv);
-	return rc;
+	return scenario_end(ctx, g, 4, send, recv, rc);
 }
 
 /* Every member's inexact results were bitwise the same. */
@@ -469,14 +495,11 @@ test_mixed_groups(void)
 	};
 
 	for (int integrity = 0; integrity < 2; integrity++) {
-		struct ranks_job job = { .world = 4, .scenario = mixed_scenario,
-			.arg = &plans[integrity] };
 		struct ranks r;
 
 		mesh_integrity = integrity;
-		if (mesh_start(&r, &job) != 0)
+		if (!mesh_run(&r, 4, mixed_scenario, &plans[integrity]))
 			break;
-		ranks_finish(&r);
 		ranks_check_clean(&r, 0xf, true);
 		check_identical(&r, mixed, 4);
 	}
@@ -521,24 +544,16 @@ wide_scenario(struct rank_ctx *ctx)
 			if (rc == 0 && sr_group_barrier(g[i], &err) != 0)
 				rc = rank_fail(ctx, &err);
 		}
-	if (rc == 0 && sr_ring_finish(ctx->ring, &err) != 0)
-		rc = rank_fail(ctx, &err);
-	for (int i = 0; i < 4; i++)
-		sr_group_free(g[i]);
-	free(send);
-	free(recv);
-	return rc;
+	return scenario_end(ctx, g, 4, send, recv, rc);
 }
 
 static void
 test_wide_groups(void)
 {
-	struct ranks_job job = { .world = 8, .scenario = wide_scenario };
 	struct ranks r;
 
-	if (mesh_start(&r, &job) != 0)
+	if (!mesh_run(&r, 8, wide_scenario, NULL))
 		return;
-	ranks_finish(&r);
 	ranks_check_clean(&r, 0xff, true);
 	check_identical(&r, wide, 4);
 }
@@ -618,17 +633,14 @@ test_out_of_step(void)
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
-		struct ranks_job job = { .world = 4, .scenario = step_scenario,
-			.arg = &plans[p] };
 		uint32_t odd = plans[p].odd;
 		const char *kind = plans[p].odd_kind == SR_FRAME_ALLGATHER ?
 		    "allgather" : "broadcast";
 		struct ranks r;
 		int found;
 
-		if (mesh_start(&r, &job) != 0)
+		if (!mesh_run(&r, 4, step_scenario, &plans[p]))
 			return;
-		ranks_finish(&r);
 		ranks_check_clean(&r, 0xf, false);
 		found = all_failed(&r, 0xf, SR_EOUT_OF_STEP);
 		CHECKF(found > 0, "plan %zu: no rank found the failure itself", p);
@@ -690,8 +702,6 @@ test_different_lengths(void)
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
-		struct ranks_job job = { .world = 4, .scenario = length_scenario,
-			.arg = &plans[p] };
 		char mine[64], theirs[64];
 		struct ranks r;
 
@@ -706,9 +716,8 @@ test_different_lengths(void)
 			snprintf(theirs, sizeof(theirs), "%zu bytes (%zu f64)",
 			    plans[p].odd_count * 8, plans[p].odd_count);
 		}
-		if (mesh_start(&r, &job) != 0)
+		if (!mesh_run(&r, 4, length_scenario, &plans[p]))
 			return;
-		ranks_finish(&r);
 		ranks_check_clean(&r, 0xf, false);
 		CHECKF(all_failed(&r, 0xf, SR_EOUT_OF_STEP) > 0, "plan %zu: "
 		    "no rank found the failure itself", p);
@@ -829,12 +838,10 @@ alone_scenario(struct rank_ctx *ctx)
 static void
 test_group_of_one(void)
 {
-	struct ranks_job job = { .world = 4, .scenario = alone_scenario };
 	struct ranks r;
 
-	if (mesh_start(&r, &job) != 0)
+	if (!mesh_run(&r, 4, alone_scenario, NULL))
 		return;
-	ranks_finish(&r);
 	ranks_check_clean(&r, 0xf, true);
 }
 
@@ -862,12 +869,10 @@ unread_scenario(struct rank_ctx *ctx)
 static void
 test_unread_at_close(void)
 {
-	struct ranks_job job = { .world = 4, .scenario = unread_scenario };
 	struct ranks r;
 
-	if (mesh_start(&r, &job) != 0)
+	if (!mesh_run(&r, 4, unread_scenario, NULL))
 		return;
-	ranks_finish(&r);
 	ranks_check_clean(&r, 0xf, false);
 	all_failed(&r, 0xf, SR_EOUT_OF_STEP);
 	CHECKF(contains(r.report[2].err.message, "out of step at the close") &&
