@@ -797,6 +797,82 @@ test_member_exits(void)
 	}
 }
 
+/*
+ * The same, but rank 2 stops (SIGSTOP) instead: the members and rank 3
+ * time out on its silence, each naming it, within the 3 s timeout (the
+ * others keep one another alive with heartbeats).
+ */
+static void
+test_member_stops(void)
+{
+	struct ranks_job job = { .world = 4, .scenario = exit_scenario,
+		.timeout_ms = 3000 };
+	struct ranks r;
+
+	if (mesh_start(&r, &job) != 0)
+		return;
+	CHECKF(ranks_wait_event(&r, 0x7, RANK_EV_ITER, 1, r.deadline_ns),
+	    "the group never finished an allreduce");
+	ranks_kill(&r, 2, SIGSTOP);
+	ranks_wait_reports(&r, 0xb, r.deadline_ns);
+	ranks_kill(&r, 2, SIGKILL);
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xb, false);
+	for (uint32_t i = 0; i < 4; i++) {
+		const struct sr_error *e = &r.report[i].err;
+
+		if (i == 2)
+			continue;
+		CHECKF(r.report[i].rc == -1 && e->code == SR_ETIMEOUT &&
+		    e->peer == 2 && contains(e->message, "rank 2 (rank-2)") &&
+		    contains(e->message, "timed out after 3s"),
+		    "rank %u: %s (%s, peer %lld)", i, e->message,
+		    sr_code_name(e->code), (long long)e->peer);
+	}
+}
+
+/*
+ * Ranks 0, 1 and 2 run group allreduces for 1.2 timeouts while rank 3,
+ * outside the group, waits for them in a ring barrier: the members'
+ * transfers list their ring neighbours' links, so rank 3 hears their
+ * heartbeats and does not time out; then all close cleanly.
+ */
+static int
+busy_scenario(struct rank_ctx *ctx)
+{
+	static const struct group_def trio = { 22, 3, { 0, 1, 2 } };
+	struct sr_group *g = make_group(ctx, &trio);
+	int64_t until = ranks_now_ns() + 3600LL * 1000000;
+	double done = 0;
+	struct sr_error err;
+	int rc = 0;
+
+	/* The members stop together: once any of them has seen 3.6 s. */
+	while (g != NULL && rc == 0 && done == 0) {
+		done = ranks_now_ns() >= until;
+		rc = sr_group_allreduce(g, &done, &done, 1, SR_F64, SR_MAX,
+		    &err);
+	}
+	if (rc != 0)
+		rank_fail(ctx, &err);
+	if (rc == 0 && (rc = sr_barrier(ctx->ring, &err)) != 0)
+		rank_fail(ctx, &err);
+	return scenario_end(ctx, &g, 1, NULL, NULL, rc);
+}
+
+static void
+test_heartbeats_across_groups(void)
+{
+	struct ranks_job job = { .world = 4, .scenario = busy_scenario,
+		.timeout_ms = 3000 };
+	struct ranks r;
+
+	if (mesh_start(&r, &job) != 0)
+		return;
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xf, true);
+}
+
 /* A group of one copies, and counts its collectives. */
 static int
 alone_scenario(struct rank_ctx *ctx)
@@ -1197,6 +1273,8 @@ main(void)
 	TEST_RUN(test_out_of_step);
 	TEST_RUN(test_different_lengths);
 	TEST_RUN(test_member_exits);
+	TEST_RUN(test_member_stops);
+	TEST_RUN(test_heartbeats_across_groups);
 	TEST_RUN(test_group_of_one);
 	TEST_RUN(test_unread_at_close);
 	TEST_RUN(test_config_errors);
