@@ -519,7 +519,7 @@ void sr_group_free(struct sr_group *group);
 uint32_t sr_group_size(const struct sr_group *group);
 uint32_t sr_group_index(const struct sr_group *group);
 uint32_t sr_group_id(const struct sr_group *group);
-/* Member `index`'s global rank (index < sr_group_size). */
+/* Member `index`'s global rank; UINT32_MAX when index >= size. */
 uint32_t sr_group_rank(const struct sr_group *group, uint32_t index);
 
 /*
