@@ -783,7 +783,7 @@ test_run_json(void)
 	    "\"statement\":\"allreduce sum f64 8*1.5 0.1\",\"op\":"
 	    "\"allreduce\",\"reduce\":\"sum\",\"dtype\":\"f64\",\"count\":9,"
 	    "\"result\":{\"count\":9,\"first\":1.5,\"last\":"
-	    "0.10000000000000001,\"checksum\":\"0x%016llx\"},\"time_us\":T}\n"
+	    "0.1,\"checksum\":\"0x%016llx\"},\"time_us\":T}\n"
 	    "{\"type\":\"result\",\"rank\":0,\"world\":1,\"line\":4,"
 	    "\"statement\":\"allgather a\\\"b\\\\c\",\"op\":\"allgather\","
 	    "\"result\":[\"a\\\"b\\\\c\"],\"time_us\":T}\n"
