@@ -355,9 +355,9 @@ add_link(struct sr_group *g, struct sr_transfer *x, uint32_t link)
 	g->links[x->nlinks++] = link;
 }
 
-/* The transfer's links: the receives' first (in order: the first is
- * whom a heartbeat says this rank waits on), the sends', then the ring
- * neighbours' that formed (a probe's mesh may lack some). */
+/* The transfer's links: the receives' (in order; the last with a
+ * receive due is whom a heartbeat says this rank waits on), the sends',
+ * then the ring neighbours' that formed (a probe's mesh may lack some). */
 static void
 list_links(struct sr_group *g, struct sr_transfer *x)
 {
