@@ -10,6 +10,13 @@
  * Iteration counts that adapt to the speed of small rows are decided by
  * rank 0 and broadcast.  Only rank 0 writes to stdout; every rank reports
  * its own errors and its own first wrong element on stderr.
+ *
+ * With --group (on a mesh) the sweeps run on a group of the ranks: its
+ * members measure and check each row among themselves, as the ring would
+ * (member indexes standing for ranks, the group's size for the world),
+ * then its first member broadcasts the row to every rank, so the others
+ * wait in that broadcast, rank 0 writes the row, and every rank reaches
+ * the same verdict.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +29,7 @@
 #include "bench_data.h"
 #include "bench_out.h"
 #include "discover.h"
+#include "rank_list.h"
 #include "usage.h"
 
 const char usage_bench[] =
@@ -62,6 +70,10 @@ const char usage_bench[] =
 "      --threshold FRACTION  links: slow below FRACTION x the median\n"
 "                           (default 0.5)\n"
 "      --fail-slow          links: exit 6 when a link is slow\n"
+"      --group RANKS        run the sweeps on these ranks only (\"0,2-3\", in\n"
+"                           member order; needs --mesh): the others wait,\n"
+"                           busbw is for the group's size, and -r names a\n"
+"                           rank of the group (default its first)\n"
 "      --csv                CSV on stdout instead of the table\n"
 "  -h, --help               this text\n"
 "\n"
@@ -97,6 +109,7 @@ parse(int argc, char **argv, struct cli_ring *ring, struct bench_options *o)
 		{ "min-time", required_argument, NULL, BENCH_OPT_MIN_TIME },
 		{ "fail-slow", no_argument, NULL, BENCH_OPT_FAIL_SLOW },
 		{ "corrupt", required_argument, NULL, BENCH_OPT_CORRUPT },
+		{ "group", required_argument, NULL, BENCH_OPT_GROUP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -144,6 +157,9 @@ parse(int argc, char **argv, struct cli_ring *ring, struct bench_options *o)
 	o->json = ring->json;
 	if (bench_options_check(o, why, sizeof(why)) != 0)
 		return cli_usage_error("bench: %s", why);
+	if (o->group != NULL && !ring->mesh)
+		return cli_usage_error("bench: --group needs a mesh (a link "
+		    "between every pair of ranks): give every rank --mesh");
 	return 0;
 }
 
@@ -161,20 +177,47 @@ collective(struct bench_sweep *s, const struct bench_row *row,
 {
 	size_t es = sr_dtype_size(row->dtype), per = row->count * es;
 	bool in = place == BENCH_IN_PLACE;
+	const uint8_t *send = in ? s->recv : s->send;
+	uint8_t *buf = !in && s->rank == row->root ? s->send : s->recv;
 
+	if (row->coll == BENCH_ALLGATHER && in)
+		send = s->recv + s->rank * per;
+	if (s->group != NULL && row->coll == BENCH_ALLREDUCE)
+		return sr_group_allreduce(s->group, send, s->recv, row->count,
+		    row->dtype, row->op, &s->err);
+	if (s->group != NULL && row->coll == BENCH_ALLGATHER)
+		return sr_group_allgather(s->group, send, per, s->recv,
+		    &s->err);
+	if (s->group != NULL)
+		return sr_group_broadcast(s->group, buf, row->bytes, row->root,
+		    &s->err);
 	switch (row->coll) {
 	case BENCH_ALLREDUCE:
-		return sr_allreduce(s->ring, in ? s->recv : s->send, s->recv,
-		    row->count, row->dtype, row->op, &s->err);
+		return sr_allreduce(s->ring, send, s->recv, row->count,
+		    row->dtype, row->op, &s->err);
 	case BENCH_ALLGATHER:
-		return sr_allgather(s->ring, in ? s->recv + s->rank * per :
-		    s->send, per, s->recv, &s->err);
+		return sr_allgather(s->ring, send, per, s->recv, &s->err);
 	case BENCH_BROADCAST:
-		return sr_broadcast(s->ring, !in && s->rank == row->root ?
-		    s->send : s->recv, row->bytes, row->root, &s->err);
+		return sr_broadcast(s->ring, buf, row->bytes, row->root,
+		    &s->err);
 	default:
 		return 0;
 	}
+}
+
+/* The sweep's barrier and small broadcasts: on its group, or the ring. */
+static int
+barrier(struct bench_sweep *s)
+{
+	return s->group != NULL ? sr_group_barrier(s->group, &s->err) :
+	    sr_barrier(s->ring, &s->err);
+}
+
+static int
+broadcast(struct bench_sweep *s, void *buf, size_t bytes, uint32_t root)
+{
+	return s->group != NULL ? sr_group_broadcast(s->group, buf, bytes, root,
+	    &s->err) : sr_broadcast(s->ring, buf, bytes, root, &s->err);
 }
 
 /* Rank 0, when a row has run longer than the progress interval since the
@@ -206,7 +249,7 @@ timed(struct bench_sweep *s, const struct bench_row *row,
 {
 	int64_t t0;
 
-	if (sr_barrier(s->ring, &s->err) != 0)
+	if (barrier(s) != 0)
 		return -1;
 	t0 = sr_clock_ns();
 	if (collective(s, row, place) != 0)
@@ -263,12 +306,12 @@ warm_up(struct bench_sweep *s, struct bench_row *row)
 	}
 	bench_put_u64le(word, bench_adapt_iters(row->bytes, s->o->iters,
 	    s->o->min_time, (double)total / (double)n / 1e9));
-	if (sr_broadcast(s->ring, word, sizeof(word), 0, &s->err) != 0)
+	if (broadcast(s, word, sizeof(word), 0) != 0)
 		return -1;
 	row->iters = bench_get_u64le(word);
 	if (row->iters == 0 || row->iters > s->iters_max) {
 		sr_error_clear(&s->err);
-		s->err.rank = s->rank;
+		s->err.rank = s->ring_rank;
 		sr_error_set(&s->err, SR_EOUT_OF_STEP, SR_PHASE_COLLECTIVE,
 		    "rank 0 asked for %llu iterations (at most %llu)",
 		    (unsigned long long)row->iters,
@@ -295,12 +338,16 @@ measure(struct bench_sweep *s, struct bench_row *row, enum bench_place place)
 	}
 	for (uint64_t i = 0; i < n; i++)
 		bench_put_u64le(s->wire + s->rank * n * 8 + i * 8, s->ns[i]);
-	if (sr_allgather(s->ring, s->wire + s->rank * n * 8, n * 8, s->wire,
-	    &s->err) != 0)
+	if ((s->group != NULL ? sr_group_allgather(s->group, s->wire +
+	    s->rank * n * 8, n * 8, s->wire, &s->err) : sr_allgather(s->ring,
+	    s->wire + s->rank * n * 8, n * 8, s->wire, &s->err)) != 0)
 		return -1;
 	for (uint64_t i = 0; i < s->world * n; i++)
 		s->times[i] = (double)bench_get_u64le(s->wire + i * 8) / 1e9;
 	bench_timing_summarize(s->times, s->world, n, &h->t);
+	/* The slowest member, as a rank. */
+	if (s->ranks != NULL)
+		h->t.slowest = s->ranks[h->t.slowest];
 	h->algbw = bench_algbw(row->bytes, h->t.time);
 	h->busbw = bench_busbw(row->coll, row->bytes, h->t.time, s->world);
 	return 0;
@@ -348,7 +395,7 @@ check_local(struct bench_sweep *s, const struct bench_row *row,
 		return 0;
 	elements = row->bytes / es;
 	/* The test hook spoils the out-of-place half only. */
-	if (s->o->corrupt && !in && s->o->corrupt_rank == s->rank &&
+	if (s->o->corrupt && !in && s->o->corrupt_rank == s->ring_rank &&
 	    s->o->corrupt_index < elements)
 		bench_corrupt_element(result, s->o->corrupt_index, es);
 	if (row->coll == BENCH_ALLREDUCE) {
@@ -379,8 +426,10 @@ check(struct bench_sweep *s, struct bench_row *row, enum bench_place place)
 	wrong = check_local(s, row, place, &rc);
 	if (rc != 0)
 		return -1;
-	if (sr_allreduce(s->ring, &wrong, &row->h[place].wrong, 1, SR_U64,
-	    SR_SUM, &s->err) != 0)
+	if ((s->group != NULL ? sr_group_allreduce(s->group, &wrong,
+	    &row->h[place].wrong, 1, SR_U64, SR_SUM, &s->err) :
+	    sr_allreduce(s->ring, &wrong, &row->h[place].wrong, 1, SR_U64,
+	    SR_SUM, &s->err)) != 0)
 		return -1;
 	return 0;
 }
@@ -424,7 +473,7 @@ record(struct bench_sweep *s, const struct bench_row *row)
 		s->below = grown;
 		s->below[s->nbelow++] = *row;
 	}
-	if (s->rank != 0)
+	if (s->ring_rank != 0)
 		return 0;
 	bench_row_write(s->out, s, row);
 	/* Nobody reads the results any more (| head): stop now, not after
@@ -438,16 +487,79 @@ record(struct bench_sweep *s, const struct bench_row *row)
 	return 0;
 }
 
-/* One size: out of place, then in place with as many iterations. */
+/* The numbers of a row measured on a group, as 8-byte words: its
+ * iterations, then each half's time, slowest rank, spread, algbw, busbw
+ * and wrong elements. */
+#define ROW_WORDS (1 + 6 * BENCH_PLACE_COUNT)
+
+static uint64_t
+double_bits(double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	return u;
+}
+
+static double
+bits_double(uint64_t u)
+{
+	double v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+/*
+ * A group's row, from its first member to every rank: the others wait
+ * here while the group measures, and everyone then records the same row.
+ */
 static int
-run_row(struct bench_sweep *s, struct bench_row *row)
+share_row(struct bench_sweep *s, struct bench_row *row)
+{
+	uint8_t words[ROW_WORDS * 8];
+	uint64_t v[ROW_WORDS], *w = v;
+	int k = 0;
+
+	v[k++] = row->iters;
+	for (int p = 0; p < BENCH_PLACE_COUNT; p++) {
+		const struct bench_half *h = &row->h[p];
+
+		v[k++] = double_bits(h->t.time);
+		v[k++] = h->t.slowest;
+		v[k++] = double_bits(h->t.spread_pct);
+		v[k++] = double_bits(h->algbw);
+		v[k++] = double_bits(h->busbw);
+		v[k++] = h->wrong;
+	}
+	for (k = 0; k < ROW_WORDS; k++)
+		bench_put_u64le(words + 8 * k, v[k]);
+	if (sr_broadcast(s->ring, words, sizeof(words), s->o->group[0],
+	    &s->err) != 0)
+		return -1;
+	for (k = 0; k < ROW_WORDS; k++)
+		v[k] = bench_get_u64le(words + 8 * k);
+	row->iters = *w++;
+	for (int p = 0; p < BENCH_PLACE_COUNT; p++) {
+		struct bench_half *h = &row->h[p];
+
+		h->t.time = bits_double(*w++);
+		h->t.slowest = (uint32_t)*w++;
+		h->t.spread_pct = bits_double(*w++);
+		h->algbw = bits_double(*w++);
+		h->busbw = bits_double(*w++);
+		h->wrong = *w++;
+	}
+	return 0;
+}
+
+/* One size, measured: out of place, then in place with as many
+ * iterations. */
+static int
+measure_row(struct bench_sweep *s, struct bench_row *row)
 {
 	uint64_t ns;
 
-	cli_debug("%s %s %s %llu B", bench_coll_name(row->coll),
-	    sr_dtype_name(row->dtype), bench_row_op(row),
-	    (unsigned long long)row->bytes);
-	s->row_start_ns = sr_clock_ns();
 	fill_inputs(s, row, BENCH_OUT_OF_PLACE);
 	if (warm_up(s, row) != 0 || measure(s, row, BENCH_OUT_OF_PLACE) != 0 ||
 	    check(s, row, BENCH_OUT_OF_PLACE) != 0)
@@ -459,6 +571,22 @@ run_row(struct bench_sweep *s, struct bench_row *row)
 	if (measure(s, row, BENCH_IN_PLACE) != 0 ||
 	    check(s, row, BENCH_IN_PLACE) != 0)
 		return -1;
+	return 0;
+}
+
+/* One size: measured (by the group's members, with --group, and shared
+ * with every rank), then recorded. */
+static int
+run_row(struct bench_sweep *s, struct bench_row *row)
+{
+	cli_debug("%s %s %s %llu B", bench_coll_name(row->coll),
+	    sr_dtype_name(row->dtype), bench_row_op(row),
+	    (unsigned long long)row->bytes);
+	s->row_start_ns = sr_clock_ns();
+	if (s->member && measure_row(s, row) != 0)
+		return -1;
+	if (s->ranks != NULL && share_row(s, row) != 0)
+		return -1;
 	row->busbw = fmin(row->h[BENCH_OUT_OF_PLACE].busbw,
 	    row->h[BENCH_IN_PLACE].busbw);
 	row->wrong = row->h[BENCH_OUT_OF_PLACE].wrong +
@@ -466,7 +594,7 @@ run_row(struct bench_sweep *s, struct bench_row *row)
 	if (record(s, row) != 0) {
 		/* Only this rank knows: tell the others why it stops. */
 		sr_error_clear(&s->err);
-		s->err.rank = s->rank;
+		s->err.rank = s->ring_rank;
 		sr_error_set(&s->err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "%s",
 		    s->record_why);
 		sr_ring_abort(s->ring, &s->err);
@@ -489,6 +617,10 @@ run_sizes(struct bench_sweep *s, enum bench_coll coll, enum sr_dtype dtype,
 	    o->stepbytes)) {
 		struct bench_row row = { .coll = coll, .dtype = dtype, .op = op,
 			.root = o->root, .size = size };
+
+		/* A group's broadcast root is a member index. */
+		if (o->group != NULL)
+			(void)bench_in_group(o, o->root, &row.root);
 
 		row.count = bench_count(coll, size, es, s->world);
 		row.bytes = bench_row_bytes(coll, row.count, es, s->world);
@@ -513,7 +645,7 @@ run_collective(struct bench_sweep *s, enum bench_coll coll)
 	uint64_t rows = 0, wrong = 0;
 	double busbw = 0;
 
-	if (s->rank == 0)
+	if (s->ring_rank == 0)
 		bench_section_begin(s->out, s->o, coll);
 	for (int d = 0; d < SR_DTYPE_COUNT; d++) {
 		if (!(s->o->dtypes & 1u << d))
@@ -529,7 +661,7 @@ run_collective(struct bench_sweep *s, enum bench_coll coll)
 				break;
 		}
 	}
-	if (s->rank == 0)
+	if (s->ring_rank == 0)
 		bench_section_end(s->out, s->o, rows, busbw, wrong);
 	return 0;
 }
@@ -546,7 +678,8 @@ allocate(struct bench_sweep *s)
 	const struct bench_options *o = s->o;
 	uint64_t bytes = 0, failed, any;
 
-	if (o->colls & ((1u << BENCH_LINKS) - 1))
+	/* A rank outside --group's measures nothing. */
+	if ((o->colls & ((1u << BENCH_LINKS) - 1)) && s->member)
 		bytes = o->maxbytes;
 	s->iters_max = o->iters;
 	if (o->min_time > 0 && !o->iters_set && s->iters_max < BENCH_ADAPT_MAX)
@@ -560,7 +693,7 @@ allocate(struct bench_sweep *s)
 	s->wire = calloc((size_t)s->world * s->iters_max, 8);
 	s->times = calloc((size_t)s->world * s->iters_max, sizeof(*s->times));
 	failed = s->send == NULL || s->recv == NULL || s->ns == NULL ||
-	    s->wire == NULL || s->times == NULL ? s->rank + 1 : 0;
+	    s->wire == NULL || s->times == NULL ? s->ring_rank + 1 : 0;
 	if (failed)
 		cli_error("out of memory allocating two buffers of %llu bytes",
 		    (unsigned long long)bytes);
@@ -603,7 +736,7 @@ verdict(struct bench_sweep *s, const struct bench_links_result *links)
 		status = EXIT_USAGE;
 	else if (s->nbelow > 0 || (s->o->fail_slow && links->nslow > 0))
 		status = EXIT_THRESHOLD;
-	if (s->rank != 0)
+	if (s->ring_rank != 0)
 		return status;
 	if (s->o->check && s->wrong > 0)
 		cli_error("check failed: %llu wrong element(s) in %llu row(s)",
@@ -633,9 +766,9 @@ bench(struct bench_sweep *s, char **addresses)
 	if ((rc = agree(s)) != EXIT_OK || (rc = allocate(s)) != EXIT_OK)
 		return rc;
 	s->last_size = bench_last_size(o);
-	if (s->rank == 0) {
-		bench_header_write(s->out, o, addresses, s->world,
-		    sr_ring_congestion(s->ring));
+	if (s->ring_rank == 0) {
+		bench_header_write(s->out, o, addresses,
+		    sr_ring_world(s->ring), sr_ring_congestion(s->ring));
 		fflush(s->out);
 	}
 	for (int c = 0; c < BENCH_LINKS; c++)
@@ -643,7 +776,7 @@ bench(struct bench_sweep *s, char **addresses)
 		    run_collective(s, (enum bench_coll)c) != 0)
 			return cli_report(&s->err, o->json);
 	if (o->colls & 1u << BENCH_LINKS) {
-		if (s->rank == 0 && o->csv && s->rows > 0)
+		if (s->ring_rank == 0 && o->csv && s->rows > 0)
 			fputs("\n", s->out);
 		rc = bench_links_run(s->ring, addresses, o, s->out, &links);
 		if (rc != EXIT_OK) {
@@ -654,6 +787,40 @@ bench(struct bench_sweep *s, char **addresses)
 	rc = verdict(s, &links);
 	free(links.slow);
 	return rc;
+}
+
+/* The one group a bench runs on (no other group shares the ring). */
+#define BENCH_GROUP_ID 1
+
+/*
+ * --group: its ranks against the world (every rank alike), the root (its
+ * first member unless -r named one), and on its members the group.  The
+ * sweep then runs in the group's terms.
+ */
+static int
+group_open(struct bench_sweep *s, struct bench_options *o)
+{
+	struct sr_error err;
+	uint32_t index = 0;
+
+	for (size_t i = 0; i < o->ngroup; i++)
+		if (o->group[i] >= s->world)
+			return cli_usage_error("bench: --group: rank %u is out "
+			    "of range for a world of %u", o->group[i],
+			    s->world);
+	if (!o->root_set)
+		o->root = o->group[0];
+	s->ranks = o->group;
+	s->world = (uint32_t)o->ngroup;
+	s->member = bench_in_group(o, s->ring_rank, &index);
+	s->rank = s->member ? index : UINT32_MAX;
+	if (s->member && sr_group_new(&s->group, s->ring, BENCH_GROUP_ID,
+	    o->group, o->ngroup, &err) != 0) {
+		/* The others would wait for this member: tell them. */
+		sr_ring_abort(s->ring, &err);
+		return cli_report(&err, o->json);
+	}
+	return EXIT_OK;
 }
 
 /* How long a row may run before rank 0 says it is still alive. */
@@ -683,19 +850,23 @@ cmd_bench(int argc, char **argv)
 		return cmd_bench_pairs(argc - 1, argv + 1);
 	cli_ring_init(&ropts);
 	bench_options_init(&o);
-	if ((rc = parse(argc, argv, &ropts, &o)) != 0)
+	if ((rc = parse(argc, argv, &ropts, &o)) != 0 ||
+	    cli_preflight_stop(&ropts, o.csv, "")) {
+		bench_options_fini(&o);
 		return rc < 0 ? EXIT_OK : rc;
-	if (cli_preflight_stop(&ropts, o.csv, ""))
-		return EXIT_OK;
+	}
 	cli_signals_install();
 	memset(&s, 0, sizeof(s));
 	rc = cli_ring_open(&ropts, &s.ring, &addresses, &world);
-	if (rc != EXIT_OK || s.ring == NULL)
+	if (rc != EXIT_OK || s.ring == NULL) {
+		bench_options_fini(&o);
 		return rc;
+	}
 	s.o = &o;
 	s.out = stdout;
-	s.rank = sr_ring_rank(s.ring);
+	s.rank = s.ring_rank = sr_ring_rank(s.ring);
 	s.world = sr_ring_world(s.ring);
+	s.member = true;
 	s.progress_ns = progress_interval();
 	s.last_line_ns = sr_clock_ns();
 	if (o.corrupt && o.corrupt_rank >= s.world)
@@ -704,6 +875,8 @@ cmd_bench(int argc, char **argv)
 	else if ((o.colls & 1u << BENCH_BROADCAST) && o.root >= s.world)
 		rc = cli_usage_error("bench: --root %u is out of range for a "
 		    "world of %u", o.root, s.world);
+	else if (o.group != NULL && (rc = group_open(&s, &o)) != EXIT_OK)
+		;
 	else
 		rc = bench(&s, addresses);
 	/* Closing is a collective too: a rank that ran another sweep fails
@@ -714,7 +887,9 @@ cmd_bench(int argc, char **argv)
 		if (sr_ring_finish(s.ring, &err) != 0)
 			rc = cli_report(&err, o.json);
 	}
+	sr_group_free(s.group);
 	sr_ring_close(s.ring);
+	bench_options_fini(&o);
 	free(s.send);
 	free(s.recv);
 	free(s.ns);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "bench_data.h"
+#include "rank_list.h"
 
 #define GOLDEN UINT64_C(0x9e3779b97f4a7c15)
 
@@ -41,6 +42,30 @@ bench_options_init(struct bench_options *o)
 	o->seed = 1;
 	o->min_time = 0.1;
 	o->threshold = 0.5;
+}
+
+void
+bench_options_fini(struct bench_options *o)
+{
+	free(o->group);
+	o->group = NULL;
+	o->ngroup = 0;
+}
+
+/* --group RANKS (rank_list.h): the ranks, in member order. */
+static int
+group_value(struct bench_options *o, const char *arg, char *why,
+    size_t why_size)
+{
+	char what[160];
+	size_t at;
+
+	bench_options_fini(o);
+	if (rank_list_parse(arg, strlen(arg), &o->group, &o->ngroup, &at, what,
+	    sizeof(what)) == 0)
+		return 0;
+	snprintf(why, why_size, "--group '%s': %s", arg, what);
+	return -1;
 }
 
 static int
@@ -142,6 +167,7 @@ bench_option_set(struct bench_options *o, int c, const char *arg, char *why,
 		    why_size) != 0)
 			return -1;
 		o->root = (uint32_t)v;
+		o->root_set = true;
 		return 0;
 	case BENCH_OPT_CSV:
 		o->csv = true;
@@ -163,6 +189,8 @@ bench_option_set(struct bench_options *o, int c, const char *arg, char *why,
 	case BENCH_OPT_FAIL_SLOW:
 		o->fail_slow = true;
 		return 0;
+	case BENCH_OPT_GROUP:
+		return group_value(o, arg, why, why_size);
 	case BENCH_OPT_CORRUPT:
 		o->corrupt = true;
 		return name_value(bench_corrupt_parse(arg, &o->corrupt_rank,
@@ -191,6 +219,15 @@ bench_options_check(const struct bench_options *o, char *why,
 		    "together");
 	else if (o->corrupt && o->check == 0)
 		snprintf(why, why_size, "--corrupt needs the check (-c 1)");
+	else if (o->group != NULL && (o->colls & 1u << BENCH_LINKS))
+		snprintf(why, why_size, "--group runs allreduce, allgather or "
+		    "broadcast on its ranks; the link test (links, or all) "
+		    "measures the ring's links: run it without --group");
+	else if (o->group != NULL && o->root_set && !bench_in_group(o,
+	    o->root, NULL))
+		snprintf(why, why_size, "--root %u is not in --group (%s)",
+		    o->root, rank_list_format(o->group, o->ngroup, a,
+		    sizeof(a)));
 	else if (o->min_busbw_set && !(o->colls & ((1u << BENCH_LINKS) - 1)))
 		snprintf(why, why_size, "--min-busbw needs a sweep (allreduce, "
 		    "allgather, broadcast or all) to check; for links use "
@@ -214,6 +251,19 @@ digest_add(uint64_t h, uint64_t v)
 	return mix(h ^ v);
 }
 
+bool
+bench_in_group(const struct bench_options *o, uint32_t rank,
+    uint32_t *index)
+{
+	for (size_t i = 0; i < o->ngroup; i++)
+		if (o->group[i] == rank) {
+			if (index != NULL)
+				*index = (uint32_t)i;
+			return true;
+		}
+	return false;
+}
+
 uint64_t
 bench_options_digest(const struct bench_options *o)
 {
@@ -234,6 +284,9 @@ bench_options_digest(const struct bench_options *o)
 	/* Adaptive rows run one more collective: only "is it on" matters. */
 	h = digest_add(h, o->min_time > 0);
 	h = digest_add(h, o->root);
+	h = digest_add(h, o->ngroup);
+	for (size_t i = 0; i < o->ngroup; i++)
+		h = digest_add(h, o->group[i]);
 	return h;
 }
 

@@ -46,7 +46,8 @@ enum {
 	BENCH_OPT_THRESHOLD,
 	BENCH_OPT_CORRUPT,
 	BENCH_OPT_MIN_TIME,
-	BENCH_OPT_FAIL_SLOW
+	BENCH_OPT_FAIL_SLOW,
+	BENCH_OPT_GROUP
 };
 
 /* A row's two halves, as nccl-tests prints them side by side. */
@@ -64,7 +65,8 @@ struct bench_options {
 	uint64_t iters, warmup;
 	bool iters_set, warmup_set, maxbytes_set;
 	bool stepfactor_set, stepbytes_set;
-	uint32_t root;			/* broadcast's root (-r) */
+	uint32_t root;			/* broadcast's root (-r), a rank */
+	bool root_set;
 	int check;			/* 1 check, 0 off */
 	unsigned dtypes;		/* 1 << enum sr_dtype */
 	unsigned ops;			/* 1 << enum sr_op */
@@ -80,10 +82,15 @@ struct bench_options {
 	uint32_t corrupt_rank;
 	uint64_t corrupt_index;
 	bool json, csv;
+	/* --group: the ranks the sweeps run on, in member order (NULL: the
+	 * whole ring); bench_options_fini frees them. */
+	uint32_t *group;
+	size_t ngroup;
 };
 
 /* The defaults, as nccl-tests' where it has one. */
 void bench_options_init(struct bench_options *o);
+void bench_options_fini(struct bench_options *o);
 /*
  * Applies option c (getopt_long's code) with its value arg: 0 when done,
  * 1 when c is not a bench option, -1 with the usage message in why
@@ -94,6 +101,9 @@ int bench_option_set(struct bench_options *o, int c, const char *arg,
 /* What no single option can see wrong; -1 with why. */
 int bench_options_check(const struct bench_options *o, char *why,
     size_t why_size);
+/* Whether rank is one of --group's, and (index not NULL) its place. */
+bool bench_in_group(const struct bench_options *o, uint32_t rank,
+    uint32_t *index);
 /* A 64-bit digest of what decides the collectives every rank runs, so
  * ranks can verify they were given the same options. */
 uint64_t bench_options_digest(const struct bench_options *o);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "bench_out.h"
+#include "rank_list.h"
 
 /* Rows named in the --min-busbw message before ", and more". */
 #define BELOW_NAMED 8
@@ -64,6 +65,10 @@ header_text(FILE *out, const struct bench_options *o, char **addresses,
 	if (world > 1)
 		fprintf(out, "# links: TCP, congestion control %s (rank 0's)\n",
 		    congestion[0] ? congestion : "unknown");
+	if (o->group != NULL)
+		fprintf(out, "# group: ranks %s (%zu members; the others wait; "
+		    "busbw for %zu)\n", rank_list_format(o->group, o->ngroup,
+		    a, sizeof(a)), o->ngroup, o->ngroup);
 	fputs("# options: ", out);
 	print_list(out, o->colls, BENCH_COLL_COUNT, coll_name, false);
 	fprintf(out, " -b %s -e %s", bench_size_format(o->minbytes, a,
@@ -104,7 +109,16 @@ header_json(FILE *out, const struct bench_options *o, char **addresses,
 		fputs(r ? "," : "", out);
 		json_string(out, addresses[r]);
 	}
-	fputs("],\"tcp_congestion\":", out);
+	fputs("],\"group\":", out);
+	if (o->group != NULL) {
+		fputs("[", out);
+		for (size_t i = 0; i < o->ngroup; i++)
+			fprintf(out, "%s%u", i ? "," : "", o->group[i]);
+		fputs("]", out);
+	} else {
+		fputs("null", out);
+	}
+	fputs(",\"tcp_congestion\":", out);
 	if (world > 1 && congestion[0] != '\0')
 		json_string(out, congestion);
 	else
@@ -197,11 +211,18 @@ bench_row_label(const struct bench_row *row, char *buf, size_t size)
 	return buf;
 }
 
+uint32_t
+bench_row_root(const struct bench_sweep *s, const struct bench_row *row)
+{
+	return s->ranks != NULL ? s->ranks[row->root] : row->root;
+}
+
 /* nccl-tests' root column: the root, or -1 where there is none. */
 static long
-row_root(const struct bench_row *row)
+row_root(const struct bench_sweep *s, const struct bench_row *row)
 {
-	return row->coll == BENCH_BROADCAST ? (long)row->root : -1;
+	return row->coll == BENCH_BROADCAST ? (long)bench_row_root(s, row) :
+	    -1;
 }
 
 /* One half's fields of a result record, each name behind prefix. */
@@ -240,7 +261,7 @@ row_text(FILE *out, const struct bench_sweep *s, const struct bench_row *row)
 
 	fprintf(out, "  %10llu %12llu %6s %6s %5ld %7llu",
 	    (unsigned long long)row->bytes, (unsigned long long)row->count,
-	    sr_dtype_name(row->dtype), bench_row_op(row), row_root(row),
+	    sr_dtype_name(row->dtype), bench_row_op(row), row_root(s, row),
 	    (unsigned long long)row->iters);
 	half_text(out, s, oop);
 	half_text(out, s, &row->h[BENCH_IN_PLACE]);
@@ -260,14 +281,16 @@ row_json(FILE *out, const struct bench_sweep *s, const struct bench_row *row)
 	json_string(out, sr_dtype_name(row->dtype));
 	fputs(",\"op\":", out);
 	json_string(out, bench_row_op(row));
-	fprintf(out, ",\"world\":%u,\"iters\":%llu", s->world,
-	    (unsigned long long)row->iters);
+	fprintf(out, ",\"world\":%u", sr_ring_world(s->ring));
+	if (s->ranks != NULL)
+		fprintf(out, ",\"members\":%u", s->world);
+	fprintf(out, ",\"iters\":%llu", (unsigned long long)row->iters);
 	half_json(out, s, oop, "");
 	fprintf(out, ",\"slowest_rank\":%u,\"spread_pct\":", oop->t.slowest);
 	json_number(out, oop->t.spread_pct);
 	fputs(",\"root\":", out);
-	json_number(out, row->coll == BENCH_BROADCAST ? (double)row->root :
-	    NAN);
+	json_number(out, row->coll == BENCH_BROADCAST ?
+	    (double)bench_row_root(s, row) : NAN);
 	half_json(out, s, ip, "inplace_");
 	fputs("}\n", out);
 }
@@ -281,13 +304,14 @@ row_csv(FILE *out, const struct bench_sweep *s, const struct bench_row *row)
 	fprintf(out, "%s,%llu,%llu,%s,%s,%u,%llu,%.3f,%.6f,%.6f,",
 	    bench_coll_name(row->coll), (unsigned long long)row->bytes,
 	    (unsigned long long)row->count, sr_dtype_name(row->dtype),
-	    bench_row_op(row), s->world, (unsigned long long)row->iters,
+	    bench_row_op(row), sr_ring_world(s->ring),
+	    (unsigned long long)row->iters,
 	    oop->t.time * 1e6, oop->algbw, oop->busbw);
 	if (s->o->check)
 		fprintf(out, "%llu", (unsigned long long)oop->wrong);
 	fprintf(out, ",%u,%.2f,", oop->t.slowest, oop->t.spread_pct);
 	if (row->coll == BENCH_BROADCAST)
-		fprintf(out, "%u", row->root);
+		fprintf(out, "%u", bench_row_root(s, row));
 	fprintf(out, ",%.3f,%.6f,%.6f,", ip->t.time * 1e6, ip->algbw,
 	    ip->busbw);
 	if (s->o->check)

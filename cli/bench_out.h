@@ -23,7 +23,8 @@ struct bench_row {
 	enum bench_coll coll;
 	enum sr_dtype dtype;
 	enum sr_op op;
-	uint32_t root;		/* broadcast's */
+	uint32_t root;		/* broadcast's, a rank (with --group a member
+				 * index: bench_row_root gives the rank) */
 	uint64_t size;		/* the sweep's step, before rounding */
 	uint64_t count, bytes, iters;
 	struct bench_half h[BENCH_PLACE_COUNT];
@@ -38,7 +39,17 @@ struct bench_sweep {
 	const struct bench_options *o;
 	FILE *out;
 	char record_why[160];	/* why a row could not be recorded */
+	/*
+	 * Where the sweeps run: rank and world are this rank's and the
+	 * ring's, or with --group its member index (UINT32_MAX when it is
+	 * not a member) and the group's size; ranks are then the members'
+	 * (NULL on the ring).  Only ring_rank 0 writes the results.
+	 */
 	uint32_t rank, world;
+	uint32_t ring_rank;
+	struct sr_group *group;
+	const uint32_t *ranks;
+	bool member;
 	uint8_t *send, *recv;
 	uint64_t iters_max;
 	uint64_t *ns;		/* this rank's time of each iteration */
@@ -62,6 +73,9 @@ struct bench_sweep {
 char *bench_row_label(const struct bench_row *row, char *buf, size_t size);
 /* The op column: the op's name, or "none" (only allreduce has one). */
 const char *bench_row_op(const struct bench_row *row);
+/* A broadcast row's root as a rank. */
+uint32_t bench_row_root(const struct bench_sweep *s,
+    const struct bench_row *row);
 
 /*
  * The start of the results: the text table's header (the ranks, the

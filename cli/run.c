@@ -242,6 +242,17 @@ cmd_run(int argc, char **argv)
 			summary(NULL, NULL, 0, NULL, -1, rc);
 		return rc;
 	}
+	/* Before any network activity, as a syntax error. */
+	if (script != NULL && !opts.mesh && script_group_line(script) != 0) {
+		rc = cli_usage_error("run: %s:%u: a group needs a mesh (a link "
+		    "between every pair of ranks): give every rank --mesh",
+		    script_path != NULL ? script_path : "<stdin>",
+		    script_group_line(script));
+		if (opts.json)
+			summary(NULL, NULL, 0, script, -1, rc);
+		script_free(script);
+		return rc;
+	}
 	started = sr_clock_ns();
 	rc = cli_ring_open(&opts, &ring, &addresses, &world);
 	if (rc == EXIT_OK && ring != NULL) {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "expr.h"
+#include "rank_list.h"
 #include "script.h"
 
 #include "script_impl.h"
@@ -271,6 +272,8 @@ parse_expect(struct parser *p, struct stmt *st, size_t keyword_at)
 		return error(p, keyword_at, "expect without an allreduce, "
 		    "allgather or broadcast before it");
 	st->checks = result->kind;
+	/* It belongs to the result's group: skipped where that was. */
+	st->group = result->group;
 	if (result->kind != ALLREDUCE)
 		return (st->text = rest_text(p)) == NULL ? nomem(p) : 0;
 	st->dtype = result->dtype;
@@ -285,6 +288,75 @@ parse_expect(struct parser *p, struct stmt *st, size_t keyword_at)
 		    st->count == 1 ? "" : "s", result->line,
 		    (unsigned long long)result->count);
 	return 0;
+}
+
+static const struct stmt *
+group_defined(const struct parser *p, uint32_t id)
+{
+	for (size_t i = 0; i < p->script->n; i++)
+		if (p->script->stmts[i].kind == GROUP &&
+		    p->script->stmts[i].group == id)
+			return &p->script->stmts[i];
+	return NULL;
+}
+
+/* group ID RANKS: the members, in order. */
+static int
+define_group(struct parser *p, struct stmt *st, const struct token *t)
+{
+	const struct stmt *before = group_defined(p, st->group);
+	char why[256];
+	size_t at;
+
+	if (before != NULL)
+		return error(p, t->at, "group %u is already defined on line %u",
+		    st->group, before->line);
+	if (rank_list_parse(t->s, t->len, &st->ranks, &st->nranks, &at, why,
+	    sizeof(why)) != 0)
+		return error(p, t->at + at, "group %u: %s", st->group, why);
+	return no_more(p, st);
+}
+
+static int parse_statement(struct parser *p, struct stmt *st,
+    const struct token *kw);
+
+/*
+ * group ID RANKS defines a group; group ID STATEMENT runs a collective on
+ * one defined before.
+ */
+static int
+parse_group(struct parser *p, struct stmt *st)
+{
+	struct token t, what;
+	uint64_t id = 0;
+	int kind;
+
+	if (!next_token(p, &t))
+		return error(p, t.at, "missing group id");
+	for (size_t i = 0; i < t.len && id <= UINT32_MAX; i++)
+		id = t.s[i] >= '0' && t.s[i] <= '9' ? id * 10 +
+		    (uint64_t)(t.s[i] - '0') : UINT64_MAX;
+	if (id == 0 || id > UINT32_MAX)
+		return error(p, t.at, "group id '%.*s' is not a number from 1 "
+		    "to 4294967295 (0 is the whole ring)", (int)t.len, t.s);
+	st->group = (uint32_t)id;
+	if (!next_token(p, &what))
+		return error(p, what.at, "group %u needs its ranks ('group %u "
+		    "0,2-3') or a statement to run", st->group, st->group);
+	if (what.s[0] >= '0' && what.s[0] <= '9')
+		return define_group(p, st, &what);
+	for (kind = 0; kind <= BARRIER; kind++)
+		if (token_is(&what, kind_names[kind]))
+			break;
+	if (kind > BARRIER)
+		return error(p, what.at, "'%.*s' does not run on a group "
+		    "(allreduce, allgather, broadcast and barrier do)",
+		    (int)what.len, what.s);
+	if (group_defined(p, st->group) == NULL)
+		return error(p, t.at, "group %u is not defined (a 'group %u "
+		    "RANKS' line must come before)", st->group, st->group);
+	st->kind = (enum kind)kind;
+	return parse_statement(p, st, &what);
 }
 
 static int
@@ -302,6 +374,8 @@ parse_statement(struct parser *p, struct stmt *st, const struct token *kw)
 		return no_more(p, st);
 	case SLEEP:
 		return parse_sleep(p, st);
+	case GROUP:
+		return parse_group(p, st);
 	default:
 		return parse_expect(p, st, kw->at);
 	}
@@ -315,6 +389,7 @@ stmt_fini(struct stmt *st)
 	free(st->values);
 	free(st->text);
 	free(st->source);
+	free(st->ranks);
 }
 
 /* One line: nothing for a blank or comment line, else one statement. */
@@ -328,10 +403,10 @@ parse_line(struct parser *p)
 
 	if (!next_token(p, &kw))
 		return 0;
-	for (kind = 0; kind <= EXPECT; kind++)
+	for (kind = 0; kind <= GROUP; kind++)
 		if (token_is(&kw, kind_names[kind]))
 			break;
-	if (kind > EXPECT)
+	if (kind > GROUP)
 		return error(p, kw.at, "unknown statement '%.*s'", (int)kw.len,
 		    kw.s);
 	if (s->n == s->cap) {
@@ -434,4 +509,13 @@ size_t
 script_statements(const struct script *script)
 {
 	return script->n;
+}
+
+unsigned
+script_group_line(const struct script *script)
+{
+	for (size_t i = 0; i < script->n; i++)
+		if (script->stmts[i].kind == GROUP)
+			return script->stmts[i].line;
+	return 0;
 }

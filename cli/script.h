@@ -10,6 +10,19 @@
  *	sleep SECONDS			0 to 3600
  *	expect VALUE...|TEXT		checks the last allreduce, allgather
  *					or broadcast result
+ *	group ID RANKS			defines group ID (1 to 4294967295):
+ *					ranks and ranges A-B, comma-separated,
+ *					in member order ("3,0-1")
+ *	group ID allreduce|allgather|broadcast|barrier ...
+ *					that collective on group ID, defined
+ *					on an earlier line
+ *
+ * On a group, broadcast's ROOT is a rank of the group and allgather's
+ * texts come in member order.  A rank not in a group prints "skipped"
+ * for the group's statements, and for an expect of their result (an
+ * expect belongs to its result's group).  Groups need a mesh: every rank
+ * checks the ranks against the world when the definition runs, and a
+ * script with groups is refused without --mesh (script_group_line).
  *
  * '#' starts a comment anywhere but inside a TEXT (the rest of the line
  * after allgather, after broadcast's ROOT, and after an expect that
@@ -55,6 +68,9 @@ int script_parse(const char *text, size_t len, const char *name,
 /* script may be NULL. */
 void script_free(struct script *script);
 size_t script_statements(const struct script *script);
+/* The line of the script's first group statement, 0 when it has none: a
+ * script with groups needs a mesh (--mesh). */
+unsigned script_group_line(const struct script *script);
 
 /*
  * Runs every statement in order on ring; prints one result line per

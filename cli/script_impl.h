@@ -22,12 +22,13 @@
 #define CLIP_MAX 100			/* bytes of a text a message quotes */
 
 
-enum kind { ALLREDUCE, ALLGATHER, BROADCAST, BARRIER, SLEEP, EXPECT };
+/* The collectives first: BARRIER is the last that runs on a group. */
+enum kind { ALLREDUCE, ALLGATHER, BROADCAST, BARRIER, SLEEP, EXPECT, GROUP };
 
 static const char *const kind_names[] __attribute__((unused)) = {
 	[ALLREDUCE] = "allreduce", [ALLGATHER] = "allgather",
 	[BROADCAST] = "broadcast", [BARRIER] = "barrier", [SLEEP] = "sleep",
-	[EXPECT] = "expect",
+	[EXPECT] = "expect", [GROUP] = "group",
 };
 
 struct stmt {
@@ -42,6 +43,11 @@ struct stmt {
 	uint64_t count;		/* elements the values make */
 	char *text;		/* allgather, broadcast, an expect of either */
 	enum kind checks;	/* expect: what it checks */
+	/* The group a collective runs on (an expect: its result's), 0 for
+	 * the ring; a group statement's own id. */
+	uint32_t group;
+	uint32_t *ranks;	/* group: its members, in order */
+	size_t nranks;
 };
 
 struct script {

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "expr.h"
+#include "rank_list.h"
 #include "script.h"
 #include "script_impl.h"
 
@@ -17,8 +18,24 @@
 struct result {
 	const struct stmt *st;
 	uint8_t *data;		/* allreduce: st->count elements */
-	char **texts;		/* allgather: one per rank; broadcast: one */
+	char **texts;		/* allgather: one per member; broadcast: one */
 	size_t ntexts;
+	const uint32_t *ranks;	/* a group's: texts[i] is ranks[i]'s */
+};
+
+/* A group defined so far: this rank's handle, or NULL when it is not a
+ * member. */
+struct group_slot {
+	const struct stmt *def;
+	struct sr_group *group;
+};
+
+/* Where a collective runs: on the ring, or on a group (its members and
+ * their ranks). */
+struct scope {
+	struct sr_group *group;
+	uint32_t size;
+	const uint32_t *ranks;
 };
 
 struct runner {
@@ -29,6 +46,8 @@ struct runner {
 	uint32_t rank;
 	uint32_t world;
 	struct result last;
+	struct group_slot *groups;
+	size_t ngroups;
 };
 
 static double
@@ -115,18 +134,32 @@ out_of_memory(struct runner *r, const struct stmt *st)
 	return fail_with(r, st, SR_ENOMEM, -1, "out of memory");
 }
 
-/* "line N: LABEL = ", or the JSON record up to its "op". */
+/* The JSON record of a statement up to its "statement". */
+static void
+begin_record(struct runner *r, const struct stmt *st, const char *type)
+{
+	fprintf(r->out, "{\"type\":\"%s\",\"rank\":%u,\"world\":%u,"
+	    "\"line\":%u,\"statement\":", type, r->rank, r->world, st->line);
+	json_string(r->out, st->source);
+}
+
+/* "line N: [group G ]LABEL = ", or the JSON record up to its "op" (and
+ * "group"). */
 static void
 begin_result(struct runner *r, const struct stmt *st, const char *label)
 {
 	if (!r->json) {
-		fprintf(r->out, "line %u: %s = ", st->line, label);
+		if (st->group != 0 && st->kind != GROUP)
+			fprintf(r->out, "line %u: group %u %s = ", st->line,
+			    st->group, label);
+		else
+			fprintf(r->out, "line %u: %s = ", st->line, label);
 		return;
 	}
-	fprintf(r->out, "{\"type\":\"result\",\"rank\":%u,\"world\":%u,"
-	    "\"line\":%u,\"statement\":", r->rank, r->world, st->line);
-	json_string(r->out, st->source);
+	begin_record(r, st, "result");
 	fprintf(r->out, ",\"op\":\"%s\"", kind_names[st->kind]);
+	if (st->group != 0)
+		fprintf(r->out, ",\"group\":%u", st->group);
 }
 
 static int
@@ -261,8 +294,57 @@ fill(struct runner *r, const struct stmt *st, uint8_t *data)
 	return EXIT_OK;
 }
 
+/* ------------------------------------------------------- the scopes */
+
 static int
-run_allreduce(struct runner *r, const struct stmt *st)
+scope_allreduce(struct runner *r, const struct scope *sc,
+    const struct stmt *st, void *data, struct sr_error *err)
+{
+	if (sc->group != NULL)
+		return sr_group_allreduce(sc->group, data, data, st->count,
+		    st->dtype, st->op, err);
+	return sr_allreduce(r->ring, data, data, st->count, st->dtype, st->op,
+	    err);
+}
+
+static int
+scope_allgather(struct runner *r, const struct scope *sc, const void *send,
+    size_t bytes, void *recv, struct sr_error *err)
+{
+	if (sc->group != NULL)
+		return sr_group_allgather(sc->group, send, bytes, recv, err);
+	return sr_allgather(r->ring, send, bytes, recv, err);
+}
+
+/* root: a member index (the ring's: a rank). */
+static int
+scope_broadcast(struct runner *r, const struct scope *sc, void *buf,
+    size_t bytes, uint32_t root, struct sr_error *err)
+{
+	if (sc->group != NULL)
+		return sr_group_broadcast(sc->group, buf, bytes, root, err);
+	return sr_broadcast(r->ring, buf, bytes, root, err);
+}
+
+static int
+scope_barrier(struct runner *r, const struct scope *sc, struct sr_error *err)
+{
+	if (sc->group != NULL)
+		return sr_group_barrier(sc->group, err);
+	return sr_barrier(r->ring, err);
+}
+
+/* Member i's rank. */
+static uint32_t
+member_rank(const struct scope *sc, size_t i)
+{
+	return sc->ranks != NULL ? sc->ranks[i] : (uint32_t)i;
+}
+
+/* ------------------------------------------------------ the statements */
+
+static int
+run_allreduce(struct runner *r, const struct stmt *st, const struct scope *sc)
 {
 	char label[64];
 	struct sr_error err;
@@ -278,8 +360,7 @@ run_allreduce(struct runner *r, const struct stmt *st)
 		return rc;
 	}
 	start = sr_clock_ns();
-	if (sr_allreduce(r->ring, data, data, st->count, st->dtype, st->op,
-		&err) != 0) {
+	if (scope_allreduce(r, sc, st, data, &err) != 0) {
 		free(data);
 		return fail(r, st, &err);
 	}
@@ -343,14 +424,14 @@ substitute(const char *text, const struct runner *r)
 }
 
 /*
- * Every rank's text in rank order: their lengths first (u64 each), then
- * the texts padded to the longest.  0, or a reported exit status.
+ * Every member's text in member order: their lengths first (u64 each),
+ * then the texts padded to the longest.  0, or a reported exit status.
  */
 static int
-gather_texts(struct runner *r, const struct stmt *st, const char *text,
-    char **texts)
+gather_texts(struct runner *r, const struct stmt *st, const struct scope *sc,
+    const char *text, char **texts)
 {
-	size_t n = r->world, longest = 0, len = strlen(text);
+	size_t n = sc->size, longest = 0, len = strlen(text);
 	uint8_t mine[8], *lens, *pad = NULL, *all = NULL;
 	struct sr_error err;
 	int rc = EXIT_OK;
@@ -358,7 +439,7 @@ gather_texts(struct runner *r, const struct stmt *st, const char *text,
 	put_u64(mine, len);
 	if ((lens = malloc(8 * n)) == NULL)
 		return out_of_memory(r, st);
-	if (sr_allgather(r->ring, mine, 8, lens, &err) != 0) {
+	if (scope_allgather(r, sc, mine, 8, lens, &err) != 0) {
 		free(lens);
 		return fail(r, st, &err);
 	}
@@ -366,22 +447,23 @@ gather_texts(struct runner *r, const struct stmt *st, const char *text,
 		uint64_t their = get_u64(lens + 8 * i);
 
 		if (their > SCRIPT_TEXT_MAX)
-			rc = fail_with(r, st, SR_EOUT_OF_STEP, (int64_t)i,
-			    "rank %zu gathers a text of %llu bytes, more than "
-			    "a script line makes", i,
-			    (unsigned long long)their);
+			rc = fail_with(r, st, SR_EOUT_OF_STEP,
+			    member_rank(sc, i), "rank %u gathers a text of %llu "
+			    "bytes, more than a script line makes",
+			    member_rank(sc, i), (unsigned long long)their);
 		else if (their > longest)
 			longest = (size_t)their;
 	}
 	if (rc == EXIT_OK && longest > SCRIPT_BUFFER_MAX / n)
 		rc = fail_with(r, st, SR_ECONFIG, -1, "texts of %zu bytes from "
-		    "%zu ranks are over the 1 GiB limit", longest, n);
+		    "%zu %s are over the 1 GiB limit", longest, n,
+		    sc->ranks != NULL ? "members" : "ranks");
 	if (rc == EXIT_OK && ((pad = calloc(1, longest + 1)) == NULL ||
 	    (all = malloc(longest * n + 1)) == NULL))
 		rc = out_of_memory(r, st);
 	if (rc == EXIT_OK) {
 		memcpy(pad, text, len);
-		if (sr_allgather(r->ring, pad, longest, all, &err) != 0)
+		if (scope_allgather(r, sc, pad, longest, all, &err) != 0)
 			rc = fail(r, st, &err);
 	}
 	for (size_t i = 0; i < n && rc == EXIT_OK; i++)
@@ -395,31 +477,31 @@ gather_texts(struct runner *r, const struct stmt *st, const char *text,
 }
 
 static int
-run_allgather(struct runner *r, const struct stmt *st)
+run_allgather(struct runner *r, const struct stmt *st, const struct scope *sc)
 {
 	char *text = substitute(st->text, r), **texts;
 	int64_t start;
 	double us;
 	int rc;
 
-	texts = calloc(r->world, sizeof(*texts));
+	texts = calloc(sc->size, sizeof(*texts));
 	if (text == NULL || texts == NULL) {
 		free(text);
 		free(texts);
 		return out_of_memory(r, st);
 	}
 	start = sr_clock_ns();
-	rc = gather_texts(r, st, text, texts);
+	rc = gather_texts(r, st, sc, text, texts);
 	us = since_us(start);
 	free(text);
 	result_clear(&r->last);
 	r->last = (struct result){ .st = st, .texts = texts,
-		.ntexts = r->world };
+		.ntexts = sc->size, .ranks = sc->ranks };
 	if (rc != EXIT_OK)
 		return rc;
 	begin_result(r, st, "allgather");
 	fputs(r->json ? ",\"result\":[" : "[", r->out);
-	for (size_t i = 0; i < r->world; i++) {
+	for (size_t i = 0; i < sc->size; i++) {
 		if (i > 0)
 			fputs(r->json ? "," : ", ", r->out);
 		json_string(r->out, texts[i]);
@@ -428,26 +510,50 @@ run_allgather(struct runner *r, const struct stmt *st)
 	return end_result(r, st, us, true);
 }
 
+/* ROOT's place in the scope: its rank on the ring, its member index in
+ * a group (a rank that is not a member is an error). */
+static int
+root_of(struct runner *r, const struct stmt *st, const struct scope *sc,
+    uint32_t root, uint32_t *place)
+{
+	char list[64];
+
+	*place = root;
+	if (sc->ranks == NULL)
+		return EXIT_OK;
+	for (uint32_t i = 0; i < sc->size; i++)
+		if (sc->ranks[i] == root) {
+			*place = i;
+			return EXIT_OK;
+		}
+	return fail_with(r, st, SR_ECONFIG, -1, "broadcast root %u is not in "
+	    "group %u (%s)", root, st->group,
+	    rank_list_format(sc->ranks, sc->size, list, sizeof(list)));
+}
+
 /* root's text on every rank: its length (u64) first, then the bytes. */
 static int
-run_broadcast(struct runner *r, const struct stmt *st)
+run_broadcast(struct runner *r, const struct stmt *st, const struct scope *sc)
 {
 	char why[SR_MESSAGE_MAX], label[32], *text, *got, **texts;
 	uint8_t len[8];
 	struct sr_error err;
-	uint32_t root;
+	uint32_t root, place;
 	uint64_t n;
 	int64_t start;
 	double us;
+	int rc;
 
 	if (expr_value_eval(st->values, EXPR_ROOT, SR_U32, r->rank, r->world,
 		&root, why, sizeof(why)) != 0)
 		return fail_with(r, st, SR_ECONFIG, -1, "%s", why);
+	if ((rc = root_of(r, st, sc, root, &place)) != EXIT_OK)
+		return rc;
 	if ((text = substitute(st->text, r)) == NULL)
 		return out_of_memory(r, st);
 	put_u64(len, strlen(text));
 	start = sr_clock_ns();
-	if (sr_broadcast(r->ring, len, 8, root, &err) != 0) {
+	if (scope_broadcast(r, sc, len, 8, place, &err) != 0) {
 		free(text);
 		return fail(r, st, &err);
 	}
@@ -464,7 +570,7 @@ run_broadcast(struct runner *r, const struct stmt *st)
 	if (r->rank == root)
 		memcpy(got, text, (size_t)n);
 	free(text);
-	if (sr_broadcast(r->ring, got, (size_t)n, root, &err) != 0) {
+	if (scope_broadcast(r, sc, got, (size_t)n, place, &err) != 0) {
 		free(got);
 		return fail(r, st, &err);
 	}
@@ -488,13 +594,13 @@ run_broadcast(struct runner *r, const struct stmt *st)
 }
 
 static int
-run_barrier(struct runner *r, const struct stmt *st)
+run_barrier(struct runner *r, const struct stmt *st, const struct scope *sc)
 {
 	struct sr_error err;
 	int64_t start = sr_clock_ns();
 	double us;
 
-	if (sr_barrier(r->ring, &err) != 0)
+	if (scope_barrier(r, sc, &err) != 0)
 		return fail(r, st, &err);
 	us = since_us(start);
 	begin_result(r, st, "barrier");
@@ -596,8 +702,9 @@ compare_tokens(const struct result *last, const char *want, char *what,
 		    memcmp(last->texts[i], want, len) != 0)) {
 			snprintf(b, sizeof(b), "%.*s", (int)(len < CLIP_MAX ?
 			    len : CLIP_MAX), want);
-			snprintf(what, size, "rank %zu's text is '%s', "
-			    "expected '%s'", i,
+			snprintf(what, size, "rank %u's text is '%s', "
+			    "expected '%s'", last->ranks != NULL ?
+			    last->ranks[i] : (uint32_t)i,
 			    clip(last->texts[i], a, sizeof(a)), b);
 			return -1;
 		}
@@ -717,16 +824,105 @@ run_expect(struct runner *r, const struct stmt *st)
 	return finish_line(r, st);
 }
 
+/*
+ * group ID RANKS: every rank checks the ranks against the world (each
+ * fails alike), and the members create the group.  "line 1: group 1 =
+ * 0,2 (member 0 of 2)", or "(not a member)".
+ */
+static int
+run_group(struct runner *r, const struct stmt *st)
+{
+	struct group_slot *slot;
+	struct sr_group *g = NULL;
+	struct sr_error err;
+	char list[96], label[32];
+	size_t member = st->nranks;
+
+	for (size_t i = 0; i < st->nranks; i++) {
+		if (st->ranks[i] >= r->world)
+			return fail_with(r, st, SR_ECONFIG, -1, "group %u: rank "
+			    "%u is out of range for a world of %u", st->group,
+			    st->ranks[i], r->world);
+		if (st->ranks[i] == r->rank)
+			member = i;
+	}
+	if (member < st->nranks && sr_group_new(&g, r->ring, st->group,
+	    st->ranks, st->nranks, &err) != 0)
+		return fail(r, st, &err);
+	slot = realloc(r->groups, (r->ngroups + 1) * sizeof(*slot));
+	if (slot == NULL) {
+		sr_group_free(g);
+		return out_of_memory(r, st);
+	}
+	r->groups = slot;
+	r->groups[r->ngroups++] = (struct group_slot){ .def = st, .group = g };
+	rank_list_format(st->ranks, st->nranks, list, sizeof(list));
+	snprintf(label, sizeof(label), "group %u", st->group);
+	begin_result(r, st, label);
+	if (r->json) {
+		fputs(",\"ranks\":[", r->out);
+		for (size_t i = 0; i < st->nranks; i++)
+			fprintf(r->out, "%s%u", i > 0 ? "," : "", st->ranks[i]);
+		if (g != NULL)
+			fprintf(r->out, "],\"member\":%zu", member);
+		else
+			fputs("],\"member\":null", r->out);
+		fputs(",\"result\":null", r->out);
+	} else if (g != NULL) {
+		fprintf(r->out, "%s (member %zu of %zu)", list, member,
+		    st->nranks);
+	} else {
+		fprintf(r->out, "%s (not a member)", list);
+	}
+	return end_result(r, st, 0, false);
+}
+
+/* A statement of a group this rank is not in: one line says so. */
+static int
+run_skipped(struct runner *r, const struct stmt *st)
+{
+	if (r->json) {
+		begin_record(r, st, "skipped");
+		fprintf(r->out, ",\"group\":%u}\n", st->group);
+	} else {
+		fprintf(r->out, "line %u: %s = skipped (not in group %u)\n",
+		    st->line, st->source, st->group);
+	}
+	return finish_line(r, st);
+}
+
+static const struct group_slot *
+find_group(const struct runner *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->ngroups; i++)
+		if (r->groups[i].def->group == id)
+			return &r->groups[i];
+	return NULL;
+}
+
 static int
 run_statement(struct runner *r, const struct stmt *st)
 {
+	struct scope sc = { .size = r->world };
+	const struct group_slot *slot;
+
 	if (cli_interrupted)
 		return fail_with(r, st, SR_EINTERRUPTED, -1, "interrupted");
+	if (st->kind == GROUP)
+		return run_group(r, st);
+	/* The parser put the definition first, and it ran. */
+	if (st->group != 0 && (slot = find_group(r, st->group)) != NULL) {
+		if (slot->group == NULL)
+			return run_skipped(r, st);
+		sc = (struct scope){ .group = slot->group,
+			.size = sr_group_size(slot->group),
+			.ranks = slot->def->ranks };
+	}
 	switch (st->kind) {
-	case ALLREDUCE: return run_allreduce(r, st);
-	case ALLGATHER: return run_allgather(r, st);
-	case BROADCAST: return run_broadcast(r, st);
-	case BARRIER: return run_barrier(r, st);
+	case ALLREDUCE: return run_allreduce(r, st, &sc);
+	case ALLGATHER: return run_allgather(r, st, &sc);
+	case BROADCAST: return run_broadcast(r, st, &sc);
+	case BARRIER: return run_barrier(r, st, &sc);
 	case SLEEP: return run_sleep(r, st);
 	default: return run_expect(r, st);
 	}
@@ -744,5 +940,9 @@ script_run(const struct script *script, struct sr_ring *ring, FILE *out,
 	for (size_t i = 0; i < script->n && rc == EXIT_OK; i++)
 		rc = run_statement(&r, &script->stmts[i]);
 	result_clear(&r.last);
+	/* Before the ring closes: a group does not outlive it. */
+	for (size_t i = 0; i < r.ngroups; i++)
+		sr_group_free(r.groups[i].group);
+	free(r.groups);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "error.h"
+#include "plan.h"
 #include "reduce.h"
 #include "ring.h"
 #include "schedule.h"
@@ -29,7 +30,7 @@
  * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
 #define SR_SMALL_ALWAYS 4096u
-/* Bounds of an allreduce's frame size (see frame_size). */
+/* Bounds of an allreduce's frame size (see sr_plan_frame_size). */
 #define SR_FRAME_MIN (128u << 10)
 #define SR_FRAME_BIG (1u << 20)
 
@@ -88,20 +89,15 @@ frame_of(const struct sr_ring *ring, uint8_t kind, uint32_t step)
 }
 
 /*
- * A direction round the ring.  Forward sends to the next rank and receives
- * from the previous one; backward is the same ring with the ranks numbered
- * the other way (rank r sits at place world-1-r), so its "next" is the
- * previous rank.
+ * A direction round the ring (plan.h).  Forward sends to the next rank and
+ * receives from the previous one; backward is the same ring with the ranks
+ * numbered the other way (rank r sits at place world-1-r), so its "next"
+ * is the previous rank.
  */
-struct direction {
-	uint32_t to, from;	/* links */
-	uint32_t place;
-};
-
-static struct direction
+static struct sr_direction
 direction_of(const struct sr_ring *ring, bool backward)
 {
-	struct direction d = { ring->next, ring->prev, ring->rank };
+	struct sr_direction d = { ring->next, ring->prev, ring->rank };
 
 	if (backward) {
 		d.to = ring->prev;
@@ -111,14 +107,8 @@ direction_of(const struct sr_ring *ring, bool backward)
 	return d;
 }
 
-/*
- * Appends one step in direction d: send_len bytes at send go on, and
- * recv_len bytes come into recv (folded with local when it is not NULL).
- * A gated step forwards what the step appended before it receives, so
- * steps of one direction are appended in order, without another between.
- */
-static void
-add_step(struct sr_transfer *x, const struct direction *d,
+void
+sr_plan_step(struct sr_transfer *x, const struct sr_direction *d,
     struct sr_frame frame, const uint8_t *send, uint64_t send_len,
     bool gated, uint8_t *recv, uint64_t recv_len, const uint8_t *local)
 {
@@ -133,27 +123,22 @@ add_step(struct sr_transfer *x, const struct direction *d,
 	x->nrecvs++;
 }
 
-/*
- * The 2(n-1) steps of a ring allreduce of count elements (at send, into
- * recv) in direction d: a reduce-scatter whose every send after the first
- * forwards the block just folded, then an allgather of the folded blocks.
- */
-static void
-add_allreduce(struct sr_transfer *x, const struct direction *d,
+void
+sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
     struct sr_frame frame, const uint8_t *send, uint8_t *recv, size_t count,
     size_t es, uint32_t n)
 {
-	uint32_t p = d->place, steps = n - 1;
+	uint32_t p = d->place, steps = n - 1, base = frame.step;
 
 	for (uint32_t k = 0; k < steps; k++) {
 		uint32_t sb = sr_sched_rs_send(p, n, k);
 		uint32_t rb = sr_sched_rs_recv(p, n, k);
 		size_t ro = sr_block_offset(count, n, rb) * es;
 
-		frame.step = k;
+		frame.step = base + k;
 		/* Step 0 sends this rank's own input; later steps forward the
 		 * block just folded, which lives in recv. */
-		add_step(x, d, frame,
+		sr_plan_step(x, d, frame,
 		    (k == 0 ? send : recv) + sr_block_offset(count, n, sb) * es,
 		    sr_block_count(count, n, sb) * es, k > 0, recv + ro,
 		    sr_block_count(count, n, rb) * es, send + ro);
@@ -162,8 +147,8 @@ add_allreduce(struct sr_transfer *x, const struct direction *d,
 		uint32_t sb = sr_sched_ag_send(p, n, k);
 		uint32_t rb = sr_sched_ag_recv(p, n, k);
 
-		frame.step = steps + k;
-		add_step(x, d, frame, recv + sr_block_offset(count, n, sb) * es,
+		frame.step = base + steps + k;
+		sr_plan_step(x, d, frame, recv + sr_block_offset(count, n, sb) * es,
 		    sr_block_count(count, n, sb) * es, true,
 		    recv + sr_block_offset(count, n, rb) * es,
 		    sr_block_count(count, n, rb) * es, NULL);
@@ -176,8 +161,8 @@ add_allreduce(struct sr_transfer *x, const struct direction *d,
  * frame costs a header, and runs of small ones cost more than the
  * pipelining gains (measured: 128 KiB to 1 MiB did best).
  */
-static uint64_t
-frame_size(size_t block)
+uint64_t
+sr_plan_frame_size(size_t block)
 {
 	/* Whole pages: a multiple of every element size. */
 	uint64_t frame = (block / 4) & ~(uint64_t)4095;
@@ -198,16 +183,17 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 {
 	struct sr_transfer x;
 	struct sr_frame frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
-	struct direction d = direction_of(ring, false);
+	struct sr_direction d = direction_of(ring, false);
 
 	if (sr_ring_plan(ring, 2 * (int)(ring->world - 1), &x) != 0)
 		return nomem(ring, err);
 	x.dtype = dtype;
 	x.op = op;
-	x.frame_max = frame_size(count * sr_dtype_size(dtype) / ring->world);
+	x.frame_max = sr_plan_frame_size(count * sr_dtype_size(dtype) /
+	    ring->world);
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
-	add_allreduce(&x, &d, frame, send, recv, count, sr_dtype_size(dtype),
+	sr_plan_allreduce(&x, &d, frame, send, recv, count, sr_dtype_size(dtype),
 	    ring->world);
 	return run(ring, &x, err);
 }
@@ -226,7 +212,7 @@ gather(struct sr_ring *ring, struct sr_frame frame, const uint8_t *send,
 	uint32_t n = ring->world, r = ring->rank;
 	uint32_t ahead = n / 2, behind = (n - 1) / 2, base = frame.step;
 	struct sr_transfer x;
-	struct direction d;
+	struct sr_direction d;
 
 	if (send != recv + (size_t)r * bytes && bytes > 0)
 		memmove(recv + (size_t)r * bytes, send, bytes);
@@ -237,14 +223,14 @@ gather(struct sr_ring *ring, struct sr_frame frame, const uint8_t *send,
 	d = direction_of(ring, false);
 	for (uint32_t k = 0; k < ahead; k++) {
 		frame.step = base + k;
-		add_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + n - k) % n) * bytes,
+		sr_plan_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + n - k) % n) * bytes,
 		    bytes, k > 0, recv + (size_t)(((uint64_t)r + n - 1 - k) % n) * bytes,
 		    bytes, NULL);
 	}
 	d = direction_of(ring, true);
 	for (uint32_t k = 0; k < behind; k++) {
 		frame.step = base + k;
-		add_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + k) % n) * bytes,
+		sr_plan_step(&x, &d, frame, recv + (size_t)(((uint64_t)r + k) % n) * bytes,
 		    bytes, k > 0, recv + (size_t)(((uint64_t)r + 1 + k) % n) * bytes,
 		    bytes, NULL);
 	}

@@ -532,7 +532,17 @@ start(struct run *r, struct sr_error *err)
 			return -1;
 		}
 		sr_link_readable(run_link(r, k));
-		sr_link_clocks_start(run_link(r, k), now);
+		/*
+		 * A link a group's transfer only watches (a ring neighbour's)
+		 * keeps its send clock: across a run of short group
+		 * collectives it still gets a heartbeat each period, so a
+		 * neighbour waiting on this rank in a ring collective hears it.
+		 * The ring's own transfers (group 0) are unchanged.
+		 */
+		if (x->group != 0 && c->send < 0 && c->recv < 0)
+			sr_link_alive(run_link(r, k), now, false);
+		else
+			sr_link_clocks_start(run_link(r, k), now);
 	}
 	return 0;
 }

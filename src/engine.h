@@ -85,6 +85,20 @@ struct sr_transfer {
 	/* The collective's number (its frames' seq): heartbeats carry it,
 	 * and a frame of a higher one may wait for its turn. */
 	uint64_t seq;
+	/* The group it runs in (its frames' group; 0: the whole ring's),
+	 * whose own count seq is: a frame of another group, whatever its
+	 * seq, may wait for its turn on a link this transfer is idle on. */
+	uint32_t group;
+	/* When the collective goes on in a later transfer (a hop of
+	 * recursive doubling waits for the one before), the first step of
+	 * what follows: a frame of this seq and group from that step on may
+	 * wait for its turn too.  0: the collective ends with this one. */
+	uint32_t next_step;
+	/* Every frame received carries its sender's whole contribution (a
+	 * small group collective): one that differs from the frame expected
+	 * in its length alone is reported as contributions of different
+	 * lengths, naming both. */
+	bool whole;
 };
 
 /* A waiting rank's heartbeats are a quarter timeout apart, at most this. */

@@ -44,6 +44,45 @@ sr_engine_abort_heard(struct run *r, const struct sr_abort *abort,
 	}
 }
 
+/* Whether got is the frame want but for its length. */
+static bool
+only_length(const struct sr_frame *got, const struct sr_frame *want)
+{
+	return got->kind == want->kind && got->dtype == want->dtype &&
+	    got->op == want->op && got->step == want->step &&
+	    got->seq == want->seq && got->group == want->group &&
+	    got->length != want->length;
+}
+
+/*
+ * A whole contribution of another length (sr_transfer.whole): "out of
+ * step: reductions of different lengths, 8 bytes (1 f64) on this rank,
+ * 16 bytes (2 f64) on rank 3 (...) in ...".
+ */
+static int
+length_mismatch(struct run *r, uint32_t link, const struct sr_frame *got,
+    const struct sr_frame *want, struct sr_error *err)
+{
+	char mine[64] = "", theirs[64] = "";
+	size_t es = sr_dtype_size((enum sr_dtype)want->dtype);
+
+	if (want->kind == SR_FRAME_ALLREDUCE && es > 0) {
+		snprintf(mine, sizeof(mine), " (%llu %s)",
+		    (unsigned long long)(want->length / es),
+		    sr_dtype_name((enum sr_dtype)want->dtype));
+		snprintf(theirs, sizeof(theirs), " (%llu%s %s)",
+		    (unsigned long long)(got->length / es),
+		    got->length % es != 0 ? " and a part" : "",
+		    sr_dtype_name((enum sr_dtype)want->dtype));
+	}
+	sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err, "out of step: %s "
+	    "of different lengths, %llu bytes%s on this rank, %llu bytes%s on",
+	    want->kind == SR_FRAME_ALLREDUCE ? "reductions" : "contributions",
+	    (unsigned long long)want->length, mine,
+	    (unsigned long long)got->length, theirs);
+	return -1;
+}
+
 /* The header a link holds is not the frame expected: why, in words. */
 static int
 mismatch(struct run *r, uint32_t link, const struct sr_frame *got,
@@ -51,6 +90,8 @@ mismatch(struct run *r, uint32_t link, const struct sr_frame *got,
 {
 	char saw[160], expected[160];
 
+	if (r->x->whole && only_length(got, want))
+		return length_mismatch(r, link, got, want, err);
 	sr_frame_describe(got, saw, sizeof(saw));
 	if (want->kind == SR_FRAME_BYE && got->kind == SR_FRAME_BYE &&
 	    got->step == want->step && got->seq != want->seq) {
@@ -74,6 +115,24 @@ mismatch(struct run *r, uint32_t link, const struct sr_frame *got,
 }
 
 /*
+ * Whether got, a collective's frame, may wait for its turn: it belongs
+ * to a later collective, or to a later part of this one.  On a mesh a
+ * later collective may be another group's: groups count their
+ * collectives each on their own, so any seq of another group may wait
+ * (its own collective judges it, or the close does).
+ */
+static bool
+later(const struct sr_transfer *x, const struct sr_frame *got)
+{
+	if (got->kind < SR_FRAME_ALLREDUCE || got->kind > SR_FRAME_LINK)
+		return false;
+	if (got->group != x->group || got->seq > x->seq)
+		return true;
+	return got->seq == x->seq && x->next_step != 0 &&
+	    got->step >= x->next_step;
+}
+
+/*
  * Nothing is expected on this link: only a frame of a later collective,
  * or the peer's goodbye, may wait here for its turn (a peer that finished
  * this collective may start the next, or close).
@@ -84,9 +143,7 @@ unexpected(struct run *r, uint32_t link, const struct sr_frame *got,
 {
 	char saw[160];
 
-	if ((got->seq > r->x->seq && got->kind >= SR_FRAME_ALLREDUCE &&
-	    got->kind <= SR_FRAME_LINK) ||
-	    (got->kind == SR_FRAME_BYE && !r->x->drain))
+	if (later(r->x, got) || (got->kind == SR_FRAME_BYE && !r->x->drain))
 		return 1;
 	sr_frame_describe(got, saw, sizeof(saw));
 	sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,

@@ -54,6 +54,9 @@ struct sr_ring {
 	bool mesh;		 /* a link to every rank (links[r] leads to rank
 				  * r), with wide frame headers */
 	char congestion[SR_CONGESTION_MAX];	/* the next link's */
+	/* This rank's groups on a mesh (group.c), so that no two share an
+	 * id. */
+	struct sr_group *groups;
 };
 
 

@@ -468,6 +468,101 @@ int sr_ring_shift(struct sr_ring *ring, const void *send, void *recv,
 int sr_link_transfer(struct sr_ring *ring, uint32_t from, void *buf,
     size_t bytes, size_t echo, struct sr_error *err);
 
+/* ------------------------------------------------------------- groups */
+
+/*
+ * A group: some ranks of a mesh (a ring whose every rank holds a link to
+ * every other) that run collectives among themselves, as one member sees
+ * it.  Every member creates it with the same id and the same ranks in
+ * the same order; the collectives then run on the links between the
+ * members only, while the other ranks do anything else (another group's
+ * collectives, or the ring's).  Each group counts its collectives on its
+ * own, and every frame names its kind, its group and that count, so:
+ *   - the members must run the same collectives on a group in the same
+ *     order with buffers of the same length (as on the ring); a member
+ *     on another path, or one that passed another length, fails out of
+ *     step (SR_EOUT_OF_STEP) naming the peer and both frames (both
+ *     lengths);
+ *   - two members that share two groups must order the collectives of
+ *     both alike: a frame of another group waits its turn only on a link
+ *     this rank is not receiving from;
+ *   - a failure in a group fails the whole ring, as on the ring: every
+ *     later call on the ring or any of its groups fails with the same
+ *     error, and the abort goes to every rank.  A peer that exits fails
+ *     every collective waiting on it.
+ * The silence timeout, heartbeats and integrity checks work as on the
+ * ring.  The ring's own collectives keep working next to its groups (on
+ * a mesh they are group 0).  A group does not outlive its ring: free it
+ * before sr_ring_close.  sr_ring_finish on a mesh says goodbye on every
+ * link, so a group's frame left unread anywhere fails the close.
+ */
+struct sr_group;
+
+/*
+ * The group `id` of the `nranks` ranks at `ranks` (global ranks, in
+ * member order: member i is ranks[i]), on a mesh ring of which this rank
+ * is a member.  id is the same on every member and unique among the
+ * groups of the ring (0 is the whole ring's).  Nothing crosses the wire:
+ * members that disagree on the ranks or the id are out of step at their
+ * first collective.  SR_ECONFIG errors, naming what is wrong: no ring, a
+ * ring that is not a mesh, id 0, an id already used by a group of this
+ * rank's, no ranks, a rank out of range for the world or listed twice,
+ * this rank not among them.  0 with *out the caller's (sr_group_free), or
+ * -1 with *out NULL and err filled.  The ring is not failed by an error
+ * here.
+ */
+int sr_group_new(struct sr_group **out, struct sr_ring *ring, uint32_t id,
+    const uint32_t *ranks, size_t nranks, struct sr_error *err);
+/* Releases the group (not its ring).  group may be NULL. */
+void sr_group_free(struct sr_group *group);
+/* The members, and this rank's place among them (0 .. size-1). */
+uint32_t sr_group_size(const struct sr_group *group);
+uint32_t sr_group_index(const struct sr_group *group);
+uint32_t sr_group_id(const struct sr_group *group);
+/* Member `index`'s global rank; UINT32_MAX when index >= size. */
+uint32_t sr_group_rank(const struct sr_group *group, uint32_t index);
+
+/*
+ * The collectives within a group.  As their ring counterparts, but among
+ * the members, with member indexes where those take ranks; in a group of
+ * one they copy, and still count.  Results are bitwise identical on every
+ * member: every element folds in one order fixed by the member order
+ * (see group.c), whatever the path a size takes.
+ *
+ * sr_group_allreduce: every member's count elements reduced element-wise
+ * into recv on every member; send == recv reduces in place; every dtype
+ * and op of sr_allreduce.
+ */
+int sr_group_allreduce(struct sr_group *group, const void *send, void *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err);
+/* Every member's `bytes` bytes, in member order into recv (size x bytes);
+ * send may point into recv at this member's slot. */
+int sr_group_allgather(struct sr_group *group, const void *send,
+    size_t bytes, void *recv, struct sr_error *err);
+/* Member root's `bytes` bytes of buf, into buf on every member (root is a
+ * member index, < size; any member may be it). */
+int sr_group_broadcast(struct sr_group *group, void *buf, size_t bytes,
+    uint32_t root, struct sr_error *err);
+/* Returns once every member has entered the barrier. */
+int sr_group_barrier(struct sr_group *group, struct sr_error *err);
+/*
+ * Each member sends `bytes` bytes of send to the next member (in member
+ * order, the last to the first) while receiving as many from the previous
+ * one into recv (NULL: discarded).  In a group of two both directions of
+ * the one link run at once.
+ */
+int sr_group_shift(struct sr_group *group, const void *send, void *recv,
+    size_t bytes, struct sr_error *err);
+/*
+ * One direction alone, as sr_link_transfer: member `from` sends `bytes`
+ * bytes of buf to the next member, which receives them into its buf and
+ * answers with its first `echo` bytes (echo <= bytes; 0 still sends an
+ * empty acknowledgement), received into from's buf.  Every other member
+ * returns at once; every member must make the same call.
+ */
+int sr_group_link_transfer(struct sr_group *group, uint32_t from, void *buf,
+    size_t bytes, size_t echo, struct sr_error *err);
+
 /*
  * Marks the ring failed with err (which must hold a failure), tells both
  * neighbours, and shuts the sockets.  For a caller that fails between

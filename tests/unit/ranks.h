@@ -109,6 +109,12 @@ struct ranks_job {
 	const uint8_t *key;	/* authenticate with this key ... */
 	size_t key_len;
 	uint32_t keyless_mask;	/* ... but not these ranks */
+	/* When set, the child's ring is built by this instead of
+	 * sr_ring_connect (a mesh by hand, say: 0 with ctx->ring set, or -1
+	 * with err), and the parent opens no listeners: the addresses are
+	 * placeholders ("rank-N"). */
+	int (*join)(struct rank_ctx *ctx, const struct sr_ring_options *options,
+	    struct sr_error *err);
 };
 
 struct ranks {
@@ -334,7 +340,8 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 	/* Whatever the caller's error held before must not show through. */
 	memset(&err, 0x5a, sizeof(err));
 	report.t_start_ns = ranks_now_ns();
-	if (sr_ring_connect(&ctx.ring, r->listener[rank], rank, r->addresses,
+	if (r->job.join != NULL ? r->job.join(&ctx, &options, &err) != 0 :
+	    sr_ring_connect(&ctx.ring, r->listener[rank], rank, r->addresses,
 		r->job.world, token, &options, &err) != 0) {
 		report.rc = rank_fail(&ctx, &err);
 	} else {
@@ -369,6 +376,12 @@ ranks_open(struct ranks *r, const struct ranks_job *job)
 	for (int i = 0; i < RANKS_MAX; i++)
 		r->from[i] = r->to[i] = -1;
 	for (uint32_t i = 0; i < job->world; i++) {
+		if (job->join != NULL) {
+			snprintf(r->address[i], sizeof(r->address[i]),
+			    "rank-%u", i);
+			r->addresses[i] = r->address[i];
+			continue;
+		}
 		if (sr_listener_open(&r->listener[i],
 			job->host ? job->host : "127.0.0.1", NULL, 0, &err) != 0) {
 			CHECKF(0, "rank %u: sr_listener_open: %s", i, err.message);

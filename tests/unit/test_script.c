@@ -17,6 +17,7 @@
 #include "check.h"
 #include "cli.h"
 #include "expr.h"
+#include "rank_list.h"
 #include "script.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -219,6 +220,84 @@ test_statement_errors(void)
 	    "is out of range in 'broadcast 4294967295 x'");
 	parse_fails("broadcast 2*0 x", "job.txt:1:11: root '2*0' is a list in "
 	    "'broadcast 2*0 x'");
+}
+
+static void
+test_group_errors(void)
+{
+	parse_fails("group", "job.txt:1:6: missing group id in 'group'");
+	parse_fails("group 0 1,2", "job.txt:1:7: group id '0' is not a number "
+	    "from 1 to 4294967295 (0 is the whole ring) in 'group 0 1,2'");
+	parse_fails("group x 1", "job.txt:1:7: group id 'x' is not a number "
+	    "from 1 to 4294967295 (0 is the whole ring) in 'group x 1'");
+	parse_fails("group 4294967296 1", "job.txt:1:7: group id '4294967296' "
+	    "is not a number from 1 to 4294967295 (0 is the whole ring) in "
+	    "'group 4294967296 1'");
+	parse_fails("group 3 # ranks?", "job.txt:1:9: group 3 needs its ranks "
+	    "('group 3 0,2-3') or a statement to run in 'group 3 # ranks?'");
+	parse_fails("group 3 0,,2", "job.txt:1:11: group 3: a rank is missing "
+	    "between two ',' in 'group 3 0,,2'");
+	parse_fails("group 3 0,", "job.txt:1:11: group 3: a rank is missing "
+	    "after the last ',' in 'group 3 0,'");
+	parse_fails("group 3 1,5-2", "job.txt:1:11: group 3: range '5-2' runs "
+	    "backwards in 'group 3 1,5-2'");
+	parse_fails("group 3 2,0-3", "job.txt:1:11: group 3: rank 2 is listed "
+	    "twice in 'group 3 2,0-3'");
+	parse_fails("group 3 1,a", "job.txt:1:11: group 3: 'a' is not a rank "
+	    "or a range A-B in 'group 3 1,a'");
+	parse_fails("group 3 0-70000", "job.txt:1:9: group 3: more than 65536 "
+	    "ranks in 'group 3 0-70000'");
+	parse_fails("group 3 0,1 2", "job.txt:1:13: unexpected '2' after group "
+	    "in 'group 3 0,1 2'");
+	parse_fails("group 3 0\ngroup 3 1", "job.txt:2:9: group 3 is already "
+	    "defined on line 1 in 'group 3 1'");
+	parse_fails("group 3 allreduce sum i64 1", "job.txt:1:7: group 3 is not "
+	    "defined (a 'group 3 RANKS' line must come before) in 'group 3 "
+	    "allreduce sum i64 1'");
+	parse_fails("allreduce sum i64 1\ngroup 4 0\ngroup 3 barrier",
+	    "job.txt:3:7: group 3 is not defined (a 'group 3 RANKS' line must "
+	    "come before) in 'group 3 barrier'");
+	parse_fails("group 3 0\ngroup 3 sleep 1", "job.txt:2:9: 'sleep' does "
+	    "not run on a group (allreduce, allgather, broadcast and barrier "
+	    "do) in 'group 3 sleep 1'");
+	parse_fails("group 3 0\ngroup 3 expect 1", "job.txt:2:9: 'expect' "
+	    "does not run on a group (allreduce, allgather, broadcast and "
+	    "barrier do) in 'group 3 expect 1'");
+	parse_fails("group 3 0\ngroup 3 allreduce avg i64 1", "job.txt:2:19: "
+	    "unknown op 'avg' in 'group 3 allreduce avg i64 1'");
+	parse_fails("group 3 0\ngroup 3 barrier now", "job.txt:2:17: "
+	    "unexpected 'now' after barrier in 'group 3 barrier now'");
+	parse_fails("group 3 0\ngroup 3 broadcast", "job.txt:2:18: missing "
+	    "root in 'group 3 broadcast'");
+}
+
+/* Lists of ranks parse in member order and print back compactly. */
+static void
+test_rank_lists(void)
+{
+	static const char *const texts[] = { "0,2-4,7", "3,1,2", "5", "0-1,9" };
+	static const char *const back[] = { "0,2-4,7", "3,1,2", "5", "0,1,9" };
+	uint32_t *ranks, many[100];
+	size_t n, at;
+	char why[128], buf[32];
+
+	for (size_t i = 0; i < 4; i++) {
+		CHECKF(rank_list_parse(texts[i], strlen(texts[i]), &ranks, &n,
+		    &at, why, sizeof(why)) == 0, "%s: %s", texts[i], why);
+		if (ranks == NULL)
+			continue;
+		SAME(rank_list_format(ranks, n, buf, sizeof(buf)), back[i]);
+		free(ranks);
+	}
+	CHECK(rank_list_parse("0-65535", 7, &ranks, &n, &at, why,
+	    sizeof(why)) == 0 && n == 65536 && ranks[65535] == 65535);
+	free(ranks);
+	CHECK(rank_list_parse("", 0, &ranks, &n, &at, why, sizeof(why)) == -1 &&
+	    ranks == NULL && strcmp(why, "no ranks") == 0);
+	for (uint32_t i = 0; i < 100; i++)
+		many[i] = 2 * i;
+	SAME(rank_list_format(many, 100, buf, sizeof(buf)),
+	    "0,2,4,6,8,10,12,14,16,18,20,...");
 }
 
 static void
@@ -704,7 +783,7 @@ test_run_json(void)
 	    "\"statement\":\"allreduce sum f64 8*1.5 0.1\",\"op\":"
 	    "\"allreduce\",\"reduce\":\"sum\",\"dtype\":\"f64\",\"count\":9,"
 	    "\"result\":{\"count\":9,\"first\":1.5,\"last\":"
-	    "0.10000000000000001,\"checksum\":\"0x%016llx\"},\"time_us\":T}\n"
+	    "0.1,\"checksum\":\"0x%016llx\"},\"time_us\":T}\n"
 	    "{\"type\":\"result\",\"rank\":0,\"world\":1,\"line\":4,"
 	    "\"statement\":\"allgather a\\\"b\\\\c\",\"op\":\"allgather\","
 	    "\"result\":[\"a\\\"b\\\\c\"],\"time_us\":T}\n"
@@ -819,6 +898,21 @@ test_run_errors(void)
 	SAME(o.err, "silvic-ring: rank 0: job.txt:1: sleep '{rank}-1' is -1, "
 	    "out of range (0 to 3600 seconds)\n");
 	outcome_free(&o);
+	/* A world of one is no mesh; a rank beyond it is refused first, by
+	 * every rank alike. */
+	o = run_one("group 1 0\n", false, NULL);
+	CHECK(o.status == EXIT_USAGE);
+	SAME(o.out, "");
+	SAME(o.err, "silvic-ring: rank 0: job.txt:1: group 1 needs a mesh (a "
+	    "link from every rank to every other); this ring has links to its "
+	    "two neighbours only\n");
+	outcome_free(&o);
+	o = run_one("barrier\ngroup 1 0,1\n", false, NULL);
+	CHECK(o.status == EXIT_USAGE);
+	SAME(o.out, "line 1: barrier = ok\n");
+	SAME(o.err, "silvic-ring: rank 0: job.txt:2: group 1: rank 1 is out of "
+	    "range for a world of 1\n");
+	outcome_free(&o);
 	o = run_one("allreduce sum f64 1/{rank}\n", true, NULL);
 	CHECK(o.status == EXIT_USAGE);
 	SAME(o.out, "");
@@ -829,6 +923,9 @@ test_run_errors(void)
 }
 
 /* ----------------------------------------------- two ranks, forked */
+
+/* The two ranks form a mesh. */
+static bool two_mesh;
 
 /* Runs rank `rank`'s script on a two-rank ring; writes its output and
  * stderr to the files given.  Returns script_run's status. */
@@ -846,6 +943,7 @@ run_rank(struct sr_listener *l, const char *const *addrs, uint32_t rank,
 
 	sr_ring_options_init(&options);
 	options.timeout_ms = 20000;
+	options.mesh = two_mesh;
 	if (out == NULL || errf == NULL ||
 	    script_parse(text, strlen(text), "job.txt", &s, why,
 	    sizeof(why)) != 0)
@@ -856,6 +954,8 @@ run_rank(struct sr_listener *l, const char *const *addrs, uint32_t rank,
 	dup2(fileno(errf), 2);
 	cli_rank = rank;
 	rc = script_run(s, ring, out, false);
+	if (rc == EXIT_OK && sr_ring_finish(ring, &err) != 0)
+		rc = cli_report(&err, false);
 	fflush(stderr);
 	sr_ring_close(ring);
 	script_free(s);
@@ -973,12 +1073,108 @@ test_two_ranks(void)
 	}
 }
 
+/*
+ * Groups on a two-rank mesh: one of rank 1 alone, one of both in reverse
+ * order; rank 0 skips the first's statements and their expects.
+ */
+static void
+test_two_ranks_groups(void)
+{
+	static const char text[] =
+	    "group 7 1\n"
+	    "group 8 1,0\n"
+	    "group 7 allreduce sum i64 {rank} 5\n"
+	    "expect 1 5\n"
+	    "group 8 allreduce max f64 {rank}*2.5 -{rank}\n"
+	    "expect 2.5 0\n"
+	    "group 8 allgather r{rank}\n"
+	    "expect r1 r0\n"
+	    "group 8 broadcast 0 from {rank}\n"
+	    "expect from 0\n"
+	    "group 7 broadcast 1 alone\n"
+	    "group 8 barrier\n"
+	    "allreduce sum i64 {rank}\n"
+	    "expect 1\n";
+	static const char common[] =
+	    "line 5: group 8 allreduce max f64 = 2.5 0\n"
+	    "line 6: expect = ok\n"
+	    "line 7: group 8 allgather = [\"r1\", \"r0\"]\n"
+	    "line 8: expect = ok\n"
+	    "line 9: group 8 broadcast 0 = from 0\n"
+	    "line 10: expect = ok\n";
+	char want[2][1024], *out[2], *err[2];
+	int rc[2];
+
+	snprintf(want[0], sizeof(want[0]),
+	    "line 1: group 7 = 1 (not a member)\n"
+	    "line 2: group 8 = 1,0 (member 1 of 2)\n"
+	    "line 3: group 7 allreduce sum i64 {rank} 5 = skipped (not in "
+	    "group 7)\n"
+	    "line 4: expect 1 5 = skipped (not in group 7)\n"
+	    "%s"
+	    "line 11: group 7 broadcast 1 alone = skipped (not in group 7)\n"
+	    "line 12: group 8 barrier = ok\n"
+	    "line 13: allreduce sum i64 = 1\n"
+	    "line 14: expect = ok\n", common);
+	snprintf(want[1], sizeof(want[1]),
+	    "line 1: group 7 = 1 (member 0 of 1)\n"
+	    "line 2: group 8 = 1,0 (member 0 of 2)\n"
+	    "line 3: group 7 allreduce sum i64 = 1 5\n"
+	    "line 4: expect = ok\n"
+	    "%s"
+	    "line 11: group 7 broadcast 1 = alone\n"
+	    "line 12: group 8 barrier = ok\n"
+	    "line 13: allreduce sum i64 = 1\n"
+	    "line 14: expect = ok\n", common);
+	two_mesh = true;
+	two_ranks(text, text, rc, out, err);
+	for (int i = 0; i < 2; i++) {
+		CHECKF(rc[i] == EXIT_OK, "rank %d: %d: %s", i, rc[i], err[i]);
+		SAME(out[i], want[i]);
+		SAME(err[i], "");
+		free(out[i]);
+		free(err[i]);
+	}
+
+	/* An expect of a group's texts fails naming the rank (not the
+	 * member) whose text differs. */
+	two_ranks("group 8 1,0\ngroup 8 allgather r{rank}\nexpect r1 x\n",
+	    "group 8 1,0\ngroup 8 allgather r{rank}\nexpect r1 x\n", rc, out,
+	    err);
+	for (int i = 0; i < 2; i++) {
+		CHECKF(rc[i] == EXIT_CHECK, "rank %d: %d", i, rc[i]);
+		CHECKF(strstr(err[i], "job.txt:3: expect failed: rank 0's text "
+		    "is 'r0', expected 'x'") != NULL, "rank %d: %s", i, err[i]);
+		free(out[i]);
+		free(err[i]);
+	}
+	/* Rank 1 names a root outside its group; rank 0, not in it, learns
+	 * why at the close. */
+	two_ranks("group 9 1\ngroup 9 broadcast 0 x\n",
+	    "group 9 1\ngroup 9 broadcast 0 x\n", rc, out, err);
+	CHECKF(rc[1] == EXIT_USAGE && strcmp(err[1], "silvic-ring: rank 1: "
+	    "job.txt:2: broadcast root 0 is not in group 9 (1)\n") == 0,
+	    "rank 1: %d: %s", rc[1], err[1]);
+	CHECKF(rc[0] == EXIT_USAGE && strstr(err[0], "rank 1 reported: "
+	    "job.txt:2: broadcast root 0 is not in group 9 (1)") != NULL,
+	    "rank 0: %d: %s", rc[0], err[0]);
+	SAME(out[0], "line 1: group 9 = 1 (not a member)\n"
+	    "line 2: group 9 broadcast 0 x = skipped (not in group 9)\n");
+	for (int i = 0; i < 2; i++) {
+		free(out[i]);
+		free(err[i]);
+	}
+	two_mesh = false;
+}
+
 int
 main(void)
 {
 	alarm(120);
 	signal(SIGPIPE, SIG_IGN);
 	TEST_RUN(test_statement_errors);
+	TEST_RUN(test_group_errors);
+	TEST_RUN(test_rank_lists);
 	TEST_RUN(test_expect_errors);
 	TEST_RUN(test_value_errors);
 	TEST_RUN(test_size_errors);
@@ -994,5 +1190,6 @@ main(void)
 	TEST_RUN(test_expect_failures);
 	TEST_RUN(test_run_errors);
 	TEST_RUN(test_two_ranks);
+	TEST_RUN(test_two_ranks_groups);
 	return TEST_DONE();
 }

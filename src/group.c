@@ -1,0 +1,789 @@
+/*
+ * group.c - collectives within a group of a mesh's ranks (silvic_ring.h,
+ * "groups"), each written as a transfer for the engine on the links
+ * between the members: on a mesh links[r] leads to rank r, so member j's
+ * link is its rank.  Nothing here touches a socket; the engine moves the
+ * bytes, and a failure fails the whole ring (sr_ring_fail), as on the
+ * ring.
+ *
+ * Every frame names its kind, the group's id and the group's own count of
+ * collectives (seq, from 1), so a frame of another group, or a later
+ * collective of this one, waits on a link this rank is idle on (the
+ * engine parks it) and is judged when its turn comes.  The step says
+ * which path a frame belongs to, so members that took different paths
+ * for one size (they passed different lengths) are out of step instead
+ * of reading one path's frame as another's:
+ *
+ *	step			path
+ *	0 (+ root)		direct: one hop, every member to every other
+ *				(an allgather; a broadcast's star from its
+ *				root)
+ *	0x100 ...		recursive doubling: 0x100 the pairing of a
+ *				non-power-of-two group, 0x101 + h hop h,
+ *				then the result back to the paired members
+ *	0x80000000		the ring inside the group: the length
+ *	0x80000001 + k		its steps (a broadcast's chain: + root)
+ *
+ * The transfers list, besides the partners' links, the links to this
+ * rank's ring neighbours: a rank waiting on this one in a ring collective
+ * then hears its heartbeats and does not time out while it is busy in a
+ * group, and an abort or a close from a neighbour is seen at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "error.h"
+#include "plan.h"
+#include "reduce.h"
+#include "ring.h"
+#include "transport.h"
+#include "wire.h"
+
+#define STEP_DIRECT 0u
+#define STEP_DOUBLING 0x100u
+#define STEP_RING 0x80000000u
+
+/*
+ * Small reductions (and barriers) take recursive doubling, large ones the
+ * ring inside the group.  Measured on this machine (2 shared cores,
+ * loopback TCP, the n ranks on those cores; the median over 6 blocks of
+ * 300 calls of each path, the two alternating in one mesh; three runs),
+ * doubling against a direct exchange (every member sends its input to
+ * every other, one hop, and folds the n inputs in member order):
+ *
+ *	members	bytes	direct		doubling	(us per call)
+ *	3	8	14 - 19		12 - 14
+ *	3	4096	19 - 23		14 - 24
+ *	4	8	30 - 37		24 - 37
+ *	4	4096	36 - 40		31 - 32
+ *	8	8	127 - 172	80 - 101
+ *	8	4096	172 - 198	100 - 126
+ *
+ * Doubling won but once (level, 3 members at 4 KiB), at 3 members too,
+ * where its path has 3 hops (pairing, one hop, back) against 1: the
+ * direct exchange's n-1 frames each way cost every rank more system calls
+ * than the hops cost.  Then doubling against the ring (medians of 6
+ * blocks of 40 calls, us; doubling / ring):
+ *
+ *	members	32 KiB	64 KiB		96 KiB		128 KiB	256 KiB	1 MiB
+ *	3	28/57	44-49/57-69	-		218/94	199/125	1657/1645
+ *	4	54/97	118/121		171-183/117-131	354/158	486/254	3960/2290
+ *	8	131/283	330-651/386-481	-		620/380	1160/723 5954/3365
+ *
+ * Doubling moves each member's whole input at every hop, the ring
+ * 2(n-1)/n of it in all; so doubling while bytes x hops is at most
+ * GROUP_DOUBLING_MOVES (43 KiB at 3 and 8 members, 64 KiB at 4).
+ */
+#define GROUP_DOUBLING_MOVES (128u << 10)
+
+struct sr_group {
+	struct sr_ring *ring;
+	struct sr_group *next;	/* the ring's list of this rank's groups */
+	uint32_t id;
+	uint32_t n;		/* members */
+	uint32_t index;		/* this rank's */
+	uint32_t *ranks;	/* member order */
+	uint64_t seq;		/* collectives begun on this group */
+	uint32_t *links;	/* room for a transfer's links: n + 2 */
+};
+
+/* The hops of recursive doubling among n members (see doubling_reduce),
+ * and the largest power of two p <= n. */
+static uint32_t
+doubling_hops(uint32_t n, uint32_t *p)
+{
+	uint32_t hops = 0;
+
+	for (*p = 1; *p <= n / 2; *p *= 2)
+		hops++;
+	return *p < n ? hops + 2 : hops;
+}
+
+static bool
+doubling_fits(uint32_t n, size_t bytes)
+{
+	uint32_t p;
+
+	return bytes <= GROUP_DOUBLING_MOVES / doubling_hops(n, &p);
+}
+
+/* ------------------------------------------------------------ the group */
+
+/* "0 2 3", or the first ranks and "... (N ranks)". */
+static void
+format_ranks(const uint32_t *ranks, size_t n, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used + 16 < size; i++) {
+		if (i == 8 && n > 9) {
+			snprintf(buf + used, size - used, " ... (%zu ranks)", n);
+			return;
+		}
+		used += (size_t)snprintf(buf + used, size - used, "%s%u",
+		    i > 0 ? " " : "", ranks[i]);
+	}
+}
+
+static int
+config_error(struct sr_ring *ring, struct sr_error *err, const char *what)
+{
+	sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s", what);
+	err->rank = ring != NULL ? (int64_t)ring->rank : -1;
+	return -1;
+}
+
+/* What is wrong with the group, in words; "" when nothing is. */
+static void
+check_group(const struct sr_ring *ring, uint32_t id, const uint32_t *ranks,
+    size_t nranks, char *why, size_t size)
+{
+	char list[160];
+	bool member = false;
+
+	why[0] = '\0';
+	if (!ring->mesh) {
+		snprintf(why, size, "group %u needs a mesh (a link from every "
+		    "rank to every other); this ring has links to its two "
+		    "neighbours only", id);
+		return;
+	}
+	if (id == 0) {
+		snprintf(why, size, "group id 0 is the whole ring's; a group "
+		    "needs another id");
+		return;
+	}
+	for (const struct sr_group *g = ring->groups; g != NULL; g = g->next)
+		if (g->id == id) {
+			snprintf(why, size, "group id %u is already used by a "
+			    "group of this rank's (free it first)", id);
+			return;
+		}
+	if (nranks == 0 || ranks == NULL) {
+		snprintf(why, size, "group %u has no ranks", id);
+		return;
+	}
+	format_ranks(ranks, nranks, list, sizeof(list));
+	for (size_t i = 0; i < nranks; i++) {
+		if (ranks[i] >= ring->world) {
+			snprintf(why, size, "group %u: rank %u (member %zu of "
+			    "'%s') is out of range for a world of %u", id,
+			    ranks[i], i, list, ring->world);
+			return;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (ranks[j] == ranks[i]) {
+				snprintf(why, size, "group %u: rank %u is listed "
+				    "twice (members %zu and %zu of '%s')", id,
+				    ranks[i], j, i, list);
+				return;
+			}
+		member = member || ranks[i] == ring->rank;
+		if (ranks[i] != ring->rank && (ranks[i] >= ring->nlinks ||
+		    ring->links[ranks[i]].fd < 0)) {
+			snprintf(why, size, "group %u: this rank has no link "
+			    "to rank %u", id, ranks[i]);
+			return;
+		}
+	}
+	if (!member)
+		snprintf(why, size, "group %u: this rank (%u) is not among its "
+		    "ranks '%s'", id, ring->rank, list);
+}
+
+int
+sr_group_new(struct sr_group **out, struct sr_ring *ring, uint32_t id,
+    const uint32_t *ranks, size_t nranks, struct sr_error *err)
+{
+	char why[sizeof(err->message)];
+	struct sr_group *g;
+
+	*out = NULL;
+	sr_error_clear(err);
+	if (ring == NULL)
+		return config_error(ring, err, "no ring (sr_ring_connect "
+		    "failed or was not called)");
+	check_group(ring, id, ranks, nranks, why, sizeof(why));
+	if (why[0] != '\0')
+		return config_error(ring, err, why);
+	if ((g = calloc(1, sizeof(*g))) == NULL ||
+	    (g->ranks = calloc(nranks, sizeof(*g->ranks))) == NULL ||
+	    (g->links = calloc(nranks + 2, sizeof(*g->links))) == NULL) {
+		sr_group_free(g);
+		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG, "out of memory");
+		err->rank = ring->rank;
+		return -1;
+	}
+	g->ring = ring;
+	g->id = id;
+	g->n = (uint32_t)nranks;
+	memcpy(g->ranks, ranks, nranks * sizeof(*ranks));
+	for (uint32_t i = 0; i < g->n; i++)
+		if (ranks[i] == ring->rank)
+			g->index = i;
+	g->next = ring->groups;
+	ring->groups = g;
+	*out = g;
+	return 0;
+}
+
+void
+sr_group_free(struct sr_group *g)
+{
+	if (g == NULL)
+		return;
+	if (g->ring != NULL)
+		for (struct sr_group **p = &g->ring->groups; *p != NULL;
+		    p = &(*p)->next)
+			if (*p == g) {
+				*p = g->next;
+				break;
+			}
+	free(g->ranks);
+	free(g->links);
+	free(g);
+}
+
+uint32_t
+sr_group_size(const struct sr_group *g)
+{
+	return g->n;
+}
+
+uint32_t
+sr_group_index(const struct sr_group *g)
+{
+	return g->index;
+}
+
+uint32_t
+sr_group_id(const struct sr_group *g)
+{
+	return g->id;
+}
+
+uint32_t
+sr_group_rank(const struct sr_group *g, uint32_t index)
+{
+	return index < g->n ? g->ranks[index] : SR_NO_RANK;
+}
+
+/* ------------------------------------------------------ the transfers */
+
+/* The link to the member k places after this one (k may be negative). */
+static uint32_t
+link_at(const struct sr_group *g, int64_t k)
+{
+	int64_t n = g->n;
+
+	return g->ranks[(((int64_t)g->index + k) % n + n) % n];
+}
+
+/* Fails at once on a broken ring; else counts the collective this call
+ * starts (the group's seq, its frames'). */
+static int
+begin(struct sr_group *g, struct sr_error *err)
+{
+	sr_error_clear(err);
+	if (g == NULL) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "no group (sr_group_new failed or was not called)");
+		return -1;
+	}
+	if (g->ring->failed)
+		return sr_ring_fail_again(g->ring, err);
+	g->seq++;
+	return 0;
+}
+
+static int
+fail_ring(struct sr_group *g, struct sr_error *err)
+{
+	err->rank = g->ring->rank;
+	sr_ring_fail(g->ring, err);
+	return -1;
+}
+
+static int
+nomem(struct sr_group *g, struct sr_error *err)
+{
+	sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE, "out of memory");
+	return fail_ring(g, err);
+}
+
+static int
+bad_call(struct sr_group *g, struct sr_error *err)
+{
+	err->rank = g->ring->rank;
+	return -1;
+}
+
+static struct sr_frame
+frame_of(const struct sr_group *g, uint8_t kind, uint32_t step)
+{
+	struct sr_frame f = { .kind = kind, .step = step, .seq = g->seq,
+		.group = g->id };
+
+	return f;
+}
+
+/* An empty transfer of the collective under way with room for `steps`
+ * sends and as many receives (the ring's plan); -1 on ENOMEM. */
+static int
+plan(struct sr_group *g, uint32_t steps, struct sr_transfer *x)
+{
+	if (sr_ring_plan(g->ring, (int)steps, x) != 0)
+		return -1;
+	x->seq = g->seq;
+	x->group = g->id;
+	x->links = g->links;
+	x->nlinks = 0;
+	x->dtype = SR_U32;
+	x->op = SR_SUM;
+	return 0;
+}
+
+static void
+add_link(struct sr_group *g, struct sr_transfer *x, uint32_t link)
+{
+	for (int i = 0; i < x->nlinks; i++)
+		if (g->links[i] == link)
+			return;
+	g->links[x->nlinks++] = link;
+}
+
+/* The transfer's links: the receives' (in order; the last with a
+ * receive due is whom a heartbeat says this rank waits on), the sends',
+ * then the ring neighbours' that formed (a probe's mesh may lack some). */
+static void
+list_links(struct sr_group *g, struct sr_transfer *x)
+{
+	for (int i = 0; i < x->nrecvs; i++)
+		add_link(g, x, x->recvs[i].link);
+	for (int i = 0; i < x->nsends; i++)
+		add_link(g, x, x->sends[i].link);
+	for (int i = 0; i < g->ring->nring_links; i++)
+		if (g->ring->links[g->ring->ring_links[i]].fd >= 0)
+			add_link(g, x, g->ring->ring_links[i]);
+}
+
+static int
+run(struct sr_group *g, struct sr_transfer *x, struct sr_error *err)
+{
+	list_links(g, x);
+	if (sr_engine_run(g->ring->engine, x, err) == 0)
+		return 0;
+	return fail_ring(g, err);
+}
+
+static void
+add_send(struct sr_transfer *x, uint32_t link, const uint8_t *data,
+    uint64_t len, struct sr_frame frame, int gate)
+{
+	x->sends[x->nsends++] = (struct sr_send){ .link = link, .data = data,
+		.len = len, .frame = frame, .gate = gate };
+}
+
+/* Returns the receive's index (a send may be gated on it). */
+static int
+add_recv(struct sr_transfer *x, uint32_t link, uint8_t *data, uint64_t len,
+    struct sr_frame frame)
+{
+	x->recvs[x->nrecvs] = (struct sr_recv){ .link = link, .data = data,
+		.len = len, .frame = frame };
+	return x->nrecvs++;
+}
+
+/* ------------------------------------------------------ the reductions */
+
+/*
+ * Recursive doubling among the largest power of two p <= n members, the
+ * standard way for the others (r = n - p): members 2i and 2i+1, i < r,
+ * pair first (2i+1 folds 2i's input and stands for both), and get the
+ * result back at the end.  Hop h exchanges with the member whose virtual
+ * place differs in bit h.  Each member then holds the fold of a run of
+ * members in order, and op puts the lower run first, so every member
+ * folds the same tree, e.g. at 6 members (virtual places v):
+ *
+ *	pairing	0 -> 1, 2 -> 3		v0 = x0x1, v1 = x2x3, v2 = x4, v3 = x5
+ *	hop 0	v0 <-> v1, v2 <-> v3	(x0x1)(x2x3) and x4x5
+ *	hop 1	v0 <-> v2, v1 <-> v3	((x0x1)(x2x3))(x4x5) on every one
+ *	back	1 -> 0, 3 -> 2
+ *
+ * log2(p) hops, + 2 when p < n; each frame is the whole input.
+ */
+static uint32_t
+member_of_place(uint32_t v, uint32_t r)
+{
+	return v < r ? 2 * v + 1 : v + r;
+}
+
+/*
+ * One hop of doubling with the member on `link`: cur goes to it while its
+ * value comes into `into`, folded with cur (theirs first when
+ * theirs_first); with back >= 0, the result then goes on to that link as
+ * it is folded.  A hop is a transfer of its own: the next hop's fold
+ * reads this one's result, which must be whole first (the next partner's
+ * frame may come before this partner's, and then waits: next_step).
+ */
+static int
+hop(struct sr_group *g, struct sr_frame frame, uint32_t link,
+    const uint8_t *cur, uint8_t *into, size_t bytes, bool theirs_first,
+    int64_t back, bool last, struct sr_error *err)
+{
+	struct sr_transfer x;
+	int got;
+
+	if (plan(g, 2, &x) != 0)
+		return nomem(g, err);
+	if (!last)
+		x.next_step = frame.step + 1;
+	x.dtype = (enum sr_dtype)frame.dtype;
+	x.op = (enum sr_op)frame.op;
+	x.whole = bytes <= SR_FRAME_MAX;
+	add_send(&x, link, cur, bytes, frame, -1);
+	got = add_recv(&x, link, into, bytes, frame);
+	x.recvs[got].reduce = true;
+	x.recvs[got].swap = theirs_first;
+	x.recvs[got].local = cur;
+	if (back >= 0) {
+		frame.step++;
+		add_send(&x, (uint32_t)back, into, bytes, frame, got);
+	}
+	return run(g, &x, err);
+}
+
+static int
+doubling_reduce(struct sr_group *g, struct sr_frame frame,
+    const uint8_t *send, uint8_t *recv, size_t count, enum sr_dtype dtype,
+    enum sr_op op, struct sr_error *err)
+{
+	size_t bytes = count * sr_dtype_size(dtype);
+	uint32_t n = g->n, i = g->index, p, hops, r, v;
+	uint8_t *buf, *cur;
+	struct sr_transfer x;
+	int64_t back = -1;
+
+	hops = doubling_hops(n, &p);
+	r = n - p;
+	if (r > 0)
+		hops -= 2;
+	/* The input and two values a hop's send and receive alternate on:
+	 * a hop's send is out once its transfer returns. */
+	buf = sr_ring_scratch(g->ring, 3 * bytes);
+	if (buf == NULL)
+		return nomem(g, err);
+	if (bytes > 0)
+		memcpy(buf, send, bytes);
+	cur = buf;
+	frame.dtype = (uint8_t)dtype;
+	frame.op = (uint8_t)op;
+	if (i < 2 * r && i % 2 == 0) {
+		/* Paired, and left out of the hops: the partner folds. */
+		if (plan(g, 1, &x) != 0)
+			return nomem(g, err);
+		x.whole = bytes <= SR_FRAME_MAX;
+		frame.step = STEP_DOUBLING;
+		add_send(&x, g->ranks[i + 1], cur, bytes, frame, -1);
+		frame.step = STEP_DOUBLING + hops + 1;
+		add_recv(&x, g->ranks[i + 1], recv, bytes, frame);
+		return run(g, &x, err);
+	}
+	if (i < 2 * r) {
+		if (plan(g, 1, &x) != 0)
+			return nomem(g, err);
+		x.dtype = dtype;
+		x.op = op;
+		x.whole = bytes <= SR_FRAME_MAX;
+		frame.step = STEP_DOUBLING;
+		x.next_step = STEP_DOUBLING + 1;
+		add_recv(&x, g->ranks[i - 1], buf + bytes, bytes, frame);
+		x.recvs[0].reduce = true;
+		x.recvs[0].swap = true;		/* member i-1's first */
+		x.recvs[0].local = cur;
+		if (run(g, &x, err) != 0)
+			return -1;
+		cur = buf + bytes;
+		back = g->ranks[i - 1];
+	}
+	v = i < 2 * r ? i / 2 : i - r;
+	for (uint32_t h = 0; h < hops; h++) {
+		uint32_t pv = v ^ (1u << h);
+		uint8_t *into = h + 1 == hops ? recv :
+		    cur == buf + bytes ? buf + 2 * bytes : buf + bytes;
+
+		frame.step = STEP_DOUBLING + 1 + h;
+		if (hop(g, frame, g->ranks[member_of_place(pv, r)], cur, into,
+		    bytes, pv < v, h + 1 == hops ? back : -1, h + 1 == hops,
+		    err) != 0)
+			return -1;
+		cur = into;
+	}
+	return 0;
+}
+
+/* The lengths ring members announce differ: "... 8 bytes (1 f64) on this
+ * rank, 16 bytes (2 f64) on rank P (address) in allreduce sum f64 seq S
+ * group G", as the engine says it of whole frames. */
+static int
+ring_length_error(struct sr_group *g, const struct sr_frame *frame,
+    uint32_t prev, uint64_t mine, uint64_t theirs, enum sr_dtype dtype,
+    struct sr_error *err)
+{
+	const struct sr_link *l = &g->ring->links[prev];
+	size_t es = sr_dtype_size(dtype);
+	const char *name = sr_dtype_name(dtype);
+
+	sr_error_set(err, SR_EOUT_OF_STEP, SR_PHASE_COLLECTIVE, "out of step: "
+	    "reductions of different lengths, %llu bytes (%llu %s) on this "
+	    "rank, %llu bytes (%llu %s) on rank %u (%s) in allreduce %s %s "
+	    "seq %llu group %u", (unsigned long long)(mine * es),
+	    (unsigned long long)mine, name, (unsigned long long)(theirs * es),
+	    (unsigned long long)theirs, name, l->rank, l->address,
+	    sr_op_name((enum sr_op)frame->op), name,
+	    (unsigned long long)frame->seq, frame->group);
+	err->peer = l->rank;
+	err->origin = -1;
+	snprintf(err->peer_address, sizeof(err->peer_address), "%s",
+	    l->address);
+	return fail_ring(g, err);
+}
+
+/*
+ * The ring inside the group (plan.h's, as the ring's own): member i
+ * sends to member i+1 and receives from member i-1; the reduce-scatter
+ * folds each block in the schedule's fixed order, so results are
+ * identical on every member.  Its frames are blocks, so first each member
+ * tells the next its element count (one more small frame, not a hop): a
+ * member whose blocks do not match is then named with both lengths.
+ */
+static int
+ring_reduce(struct sr_group *g, struct sr_frame frame, const uint8_t *send,
+    uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
+    struct sr_error *err)
+{
+	size_t es = sr_dtype_size(dtype);
+	struct sr_direction d = { .to = link_at(g, 1), .from = link_at(g, -1),
+		.place = g->index };
+	uint8_t mine[8], theirs[8];
+	struct sr_transfer x;
+	struct sr_frame length = frame;
+	int rc;
+
+	if (plan(g, 1 + 2 * (g->n - 1), &x) != 0)
+		return nomem(g, err);
+	sr_put_u64le(mine, count);
+	x.dtype = dtype;
+	x.op = op;
+	x.frame_max = sr_plan_frame_size(count * es / g->n);
+	length.step = STEP_RING;
+	sr_plan_step(&x, &d, length, mine, 8, false, theirs, 8, NULL);
+	frame.step = STEP_RING + 1;
+	sr_plan_allreduce(&x, &d, frame, send, recv, count, es, g->n);
+	list_links(g, &x);
+	rc = sr_engine_run(g->ring->engine, &x, err);
+	if (x.recvs[0].complete && sr_get_u64le(theirs) != count &&
+	    (rc == 0 || err->origin < 0))
+		return ring_length_error(g, &length, d.from, count,
+		    sr_get_u64le(theirs), dtype, err);
+	return rc == 0 ? 0 : fail_ring(g, err);
+}
+
+int
+sr_group_allreduce(struct sr_group *g, const void *send, void *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
+{
+	size_t es = sr_dtype_size(dtype);
+	struct sr_frame frame;
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (es == 0 || (unsigned)op >= SR_OP_COUNT) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "unknown dtype %d or op %d", (int)dtype, (int)op);
+		return bad_call(g, err);
+	}
+	if (count > SIZE_MAX / es / (g->n + 2)) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "%zu elements are more than this machine can address", count);
+		return bad_call(g, err);
+	}
+	if (g->n == 1) {
+		if (send != recv && count > 0)
+			memmove(recv, send, count * es);
+		return 0;
+	}
+	frame = frame_of(g, SR_FRAME_ALLREDUCE, 0);
+	frame.dtype = (uint8_t)dtype;
+	frame.op = (uint8_t)op;
+	if (doubling_fits(g->n, count * es))
+		return doubling_reduce(g, frame, send, recv, count, dtype, op,
+		    err);
+	return ring_reduce(g, frame, send, recv, count, dtype, op, err);
+}
+
+int
+sr_group_barrier(struct sr_group *g, struct sr_error *err)
+{
+	struct sr_frame frame;
+	uint8_t none[1];
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (g->n == 1)
+		return 0;
+	/* An allreduce of nothing: through the hops every member has heard
+	 * from every other. */
+	frame = frame_of(g, SR_FRAME_BARRIER, 0);
+	return doubling_reduce(g, frame, none, none, 0, SR_U32, SR_SUM, err);
+}
+
+/* ------------------------------------------------ the byte collectives */
+
+/*
+ * Direct at every size: each member sends its bytes to every other, one
+ * hop, and a member's link carries (n-1) x bytes each way, as many as the
+ * ring's allgather moves, so the bandwidth is the ring's.
+ */
+int
+sr_group_allgather(struct sr_group *g, const void *send, size_t bytes,
+    void *recv, struct sr_error *err)
+{
+	uint8_t *all = recv, *own;
+	struct sr_transfer x;
+	struct sr_frame frame;
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (bytes > SIZE_MAX / g->n) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "%zu bytes from each of %u members are more than this "
+		    "machine can address", bytes, g->n);
+		return bad_call(g, err);
+	}
+	own = all + (size_t)g->index * bytes;
+	if (send != own && bytes > 0)
+		memmove(own, send, bytes);
+	if (g->n == 1)
+		return 0;
+	if (plan(g, g->n - 1, &x) != 0)
+		return nomem(g, err);
+	frame = frame_of(g, SR_FRAME_ALLGATHER, STEP_DIRECT);
+	for (uint32_t k = 1; k < g->n; k++) {
+		uint32_t from = (g->index + g->n - k) % g->n;
+
+		add_send(&x, link_at(g, k), own, bytes, frame, -1);
+		add_recv(&x, link_at(g, -(int64_t)k), all + (size_t)from * bytes,
+		    bytes, frame);
+	}
+	x.whole = bytes <= SR_FRAME_MAX;
+	return run(g, &x, err);
+}
+
+/*
+ * Small: a star, the root sending to every member at once (one hop).
+ * Large: a chain from the root round the group, forwarding each frame as
+ * it arrives, so the root's link carries the bytes once instead of n-1
+ * times (the ring's broadcast).  The star's root moves (n-1) x bytes:
+ * small while that is below SR_FRAME_MAX, as the ring's small allreduce
+ * is while it moves under about 128 KiB.
+ */
+int
+sr_group_broadcast(struct sr_group *g, void *buf, size_t bytes,
+    uint32_t root, struct sr_error *err)
+{
+	struct sr_transfer x;
+	struct sr_frame frame;
+	uint32_t place;
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (root >= g->n) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
+		    "broadcast root %u is out of range for group %u of %u "
+		    "members", root, g->id, g->n);
+		return bad_call(g, err);
+	}
+	if (g->n == 1)
+		return 0;
+	if (plan(g, g->n - 1, &x) != 0)
+		return nomem(g, err);
+	if ((uint64_t)bytes * (g->n - 1) <= SR_FRAME_MAX) {
+		frame = frame_of(g, SR_FRAME_BROADCAST, STEP_DIRECT + root);
+		if (g->index == root)
+			for (uint32_t k = 1; k < g->n; k++)
+				add_send(&x, link_at(g, k), buf, bytes, frame,
+				    -1);
+		else
+			add_recv(&x, g->ranks[root], buf, bytes, frame);
+		x.whole = true;
+		return run(g, &x, err);
+	}
+	frame = frame_of(g, SR_FRAME_BROADCAST, STEP_RING + root);
+	place = (g->index + g->n - root) % g->n;
+	if (place > 0)
+		add_recv(&x, link_at(g, -1), buf, bytes, frame);
+	if (place + 1 < g->n)
+		add_send(&x, link_at(g, 1), buf, bytes, frame,
+		    place > 0 ? 0 : -1);
+	return run(g, &x, err);
+}
+
+int
+sr_group_shift(struct sr_group *g, const void *send, void *recv,
+    size_t bytes, struct sr_error *err)
+{
+	struct sr_transfer x;
+	struct sr_frame frame;
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (g->n == 1) {
+		if (recv != NULL && recv != send && bytes > 0)
+			memmove(recv, send, bytes);
+		return 0;
+	}
+	if (plan(g, 1, &x) != 0)
+		return nomem(g, err);
+	frame = frame_of(g, SR_FRAME_SHIFT, 0);
+	add_send(&x, link_at(g, 1), send, bytes, frame, -1);
+	add_recv(&x, link_at(g, -1), recv, bytes, frame);
+	return run(g, &x, err);
+}
+
+int
+sr_group_link_transfer(struct sr_group *g, uint32_t from, void *buf,
+    size_t bytes, size_t echo, struct sr_error *err)
+{
+	struct sr_transfer x;
+	uint32_t to;
+
+	if (begin(g, err) != 0)
+		return -1;
+	if (from >= g->n || echo > bytes) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE, "link test "
+		    "from member %u (group %u of %u members) echoing %zu of "
+		    "%zu bytes", from, g->id, g->n, echo, bytes);
+		return bad_call(g, err);
+	}
+	to = (from + 1) % g->n;
+	if (g->n == 1 || (g->index != from && g->index != to))
+		return 0;
+	if (plan(g, 1, &x) != 0)
+		return nomem(g, err);
+	if (g->index == from) {
+		add_send(&x, g->ranks[to], buf, bytes,
+		    frame_of(g, SR_FRAME_LINK, 0), -1);
+		add_recv(&x, g->ranks[to], buf, echo,
+		    frame_of(g, SR_FRAME_LINK, 1));
+	} else {
+		add_recv(&x, g->ranks[from], buf, bytes,
+		    frame_of(g, SR_FRAME_LINK, 0));
+		add_send(&x, g->ranks[from], buf, echo,
+		    frame_of(g, SR_FRAME_LINK, 1), 0);
+	}
+	return run(g, &x, err);
+}
