@@ -55,7 +55,7 @@ header_text(FILE *out, const struct pairs_report *r, double estimate_s)
 	    m->world % 2 ? ", one rank sitting each round out" : "",
 	    m->repeats, m->repeats == 1 ? "" : "s",
 	    (unsigned long long)r->warmup);
-	fprintf(out, "# verdict: slow below %gx the median%s%s\n",
+	fprintf(out, "# threshold: slow below %gx the median%s%s\n",
 	    r->threshold, r->baseline ? " and against " : "",
 	    r->baseline ? r->baseline : "");
 	fprintf(out, "# estimate: %s\n", pairs_plan_estimate_text(r->plan,
@@ -344,6 +344,14 @@ verdict_text(FILE *out, const struct pairs_report *r)
 	    v->threshold_used[PAIRS_MODE_BOTH],
 	    v->jitter[PAIRS_MODE_ALONE] * 100, v->jitter[PAIRS_MODE_BOTH] *
 	    100);
+	for (int mode = 0; mode < PAIRS_MODE_COUNT; mode++)
+		if (v->set_aside[mode])
+			fprintf(out, "# set aside: %s, too unsteady to judge "
+			    "(+-%.0f%%); the verdict is %s's alone\n",
+			    mode == PAIRS_MODE_BOTH ? "both directions at once" :
+			    "each direction alone", v->jitter[mode] * 100,
+			    mode == PAIRS_MODE_BOTH ? "each direction" :
+			    "both directions at once");
 	if (v->with_baseline)
 		fprintf(out, "# baseline %s: the median cell at %.3gx alone, "
 		    "%.3gx both directions at once\n", v->baseline_name ?
@@ -586,6 +594,9 @@ verdict_json(FILE *out, const struct pairs_report *r, int status)
 	json_number(out, v->threshold);
 	per_mode(out, "threshold_used", v->threshold_used);
 	per_mode(out, "jitter", v->jitter);
+	fprintf(out, ",\"set_aside_both\":%s,\"set_aside_alone\":%s",
+	    v->set_aside[PAIRS_MODE_BOTH] ? "true" : "false",
+	    v->set_aside[PAIRS_MODE_ALONE] ? "true" : "false");
 	fputs(",\"baseline\":", out);
 	pairs_json_string_or_null(out, r->baseline);
 	per_mode(out, "baseline_ratio", v->baseline_ratio);

@@ -705,13 +705,18 @@ add_finding(struct pairs_verdict *v, enum pairs_finding_kind kind)
 	return f;
 }
 
-/* Medians, jitter and the thresholds used; false when too unsteady. */
+/*
+ * Medians, jitter and the thresholds used; false when both modes are too
+ * unsteady.  One mode too unsteady (on a fabric whose hosts' own cores
+ * carry the traffic, both directions at once jitter most) is set aside:
+ * its threshold 0, so none of its cells is slow, and the other decides.
+ */
 static bool
 measure_noise(struct judge *j, const struct pairs_verdict_options *o,
     double *scratch)
 {
 	struct pairs_verdict *v = j->v;
-	bool steady = true;
+	int steady = 0;
 
 	for (int mode = 0; mode < PAIRS_MODE_COUNT; mode++) {
 		double q_net, gbps_local, q_local;
@@ -731,9 +736,14 @@ measure_noise(struct judge *j, const struct pairs_verdict_options *o,
 		margin = 1 - PAIRS_JITTER_FACTOR * v->jitter[mode];
 		j->thr[mode] = v->threshold_used[mode] = margin < o->threshold ?
 		    margin : o->threshold;
-		steady = steady && j->thr[mode] >= o->threshold / 2;
+		steady += j->thr[mode] >= o->threshold / 2;
 	}
-	return steady;
+	for (int mode = 0; steady == 1 && mode < PAIRS_MODE_COUNT; mode++)
+		if (j->thr[mode] < o->threshold / 2) {
+			v->set_aside[mode] = true;
+			j->thr[mode] = 0;
+		}
+	return steady > 0;
 }
 
 static void

@@ -109,6 +109,9 @@ struct pairs_verdict {
 	double threshold;			/* as given */
 	double threshold_used[PAIRS_MODE_COUNT];	/* after the margin */
 	double jitter[PAIRS_MODE_COUNT];
+	/* A mode too unsteady to judge while the other is steady: set
+	 * aside, no cell of it is slow, and the verdict is the other's. */
+	bool set_aside[PAIRS_MODE_COUNT];
 	/* The median cell between hosts (of all cells when every rank is
 	 * on one host), and with a baseline its ratio to it (else NaN). */
 	double median_gbps[PAIRS_MODE_COUNT];
