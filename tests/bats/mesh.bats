@@ -85,3 +85,12 @@ script() {
 		grep -Eq "timed out after 2s waiting for .*rank 3( |$|,)|rank 3 at 127\.0\.0\.1:${PORTS[3]}" "$(err $r)"
 	done
 }
+
+@test "a mesh of 64 ranks on this machine forms (2016 links) and agrees on an allreduce" {
+	printf '%s\n' 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2' >"$BATS_TEST_TMPDIR/s"
+	t0=$(now_ns)
+	run -0 --separate-stderr "$SR" launch -n 64 --no-tag-output run --mesh \
+		--timeout 60 --script "$BATS_TEST_TMPDIR/s"
+	echo "# launch -n 64 run --mesh: $(ms_since "$t0") ms in all" >&3
+	[ "$(grep -c '^line 2: expect = ok$' <<<"$output")" -eq 64 ]
+}
