@@ -89,3 +89,17 @@ connect_hosts() {
 	grep -q "^# verdict: rank 0 ($IP_1) cannot reach rank 1 ($IP_2): no connection within 3s (last error: No route to host)$" "$(out 0)"
 	grep -q "verdict: rank 1 ($IP_2) cannot reach rank 0 ($IP_1): the connection was not answered within 3s (no reply to its SYN)" "$(err 1)"
 }
+
+@test "bench connect on 4 namespace hosts: one host whose interface has MTU 1400 is named, exit 6" {
+	netns_up 4
+	ip -n "$NS_3" link set eth0 mtu 1400
+	connect_hosts 4
+	for r in 0 1 2 3; do
+		wait_exit_ms "${RANK_PIDS[$r]}" 40 "$T0"
+		echo "# rank $r: status $WAIT_STATUS after ${WAIT_MS}ms" >&3
+		[ "$WAIT_STATUS" -eq 6 ]
+	done
+	cat "$(out 0)" >&3
+	grep -q "^# verdict: MTU 1400 on rank 2, 1500 elsewhere" "$(out 0)"
+	[ "$(grep -c '^# verdict: ' "$(out 0)")" -eq 1 ]
+}
