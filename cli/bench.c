@@ -879,16 +879,7 @@ cmd_bench(int argc, char **argv)
 		;
 	else
 		rc = bench(&s, addresses);
-	/* Closing is a collective too: a rank that ran another sweep fails
-	 * every rank, rather than each passing on its own. */
-	if (rc == EXIT_OK || rc == EXIT_THRESHOLD) {
-		struct sr_error err;
-
-		if (sr_ring_finish(s.ring, &err) != 0)
-			rc = cli_report(&err, o.json);
-	}
 	sr_group_free(s.group);
-	sr_ring_close(s.ring);
 	bench_options_fini(&o);
 	free(s.send);
 	free(s.recv);
@@ -896,10 +887,7 @@ cmd_bench(int argc, char **argv)
 	free(s.wire);
 	free(s.times);
 	free(s.below);
-	cli_addresses_free(addresses, world);
-	if (fflush(stdout) != 0 && rc == EXIT_OK) {
-		cli_error("writing the results: %s", strerror(errno));
-		rc = EXIT_INTERNAL;
-	}
-	return rc;
+	/* Closing is a collective too: a rank that ran another sweep fails
+	 * every rank, rather than each passing on its own. */
+	return cli_ring_done(s.ring, addresses, world, rc, o.json);
 }

@@ -447,20 +447,7 @@ cmd_bench_connect(int argc, char **argv)
 		    "pairs to probe");
 	else
 		rc = judge_probe(&r);
-	/* The close agrees on the links that formed; after a finding its
-	 * failure says nothing more. */
-	if (rc == EXIT_OK) {
-		struct sr_error err;
-
-		if (sr_ring_finish(r.ring, &err) != 0)
-			rc = cli_report(&err, r.json);
-	}
-	sr_ring_close(r.ring);
 	free(r.probe);
-	cli_addresses_free(r.addresses, world);
-	if (fflush(stdout) != 0 && rc == EXIT_OK) {
-		cli_error("writing the results: %s", strerror(errno));
-		rc = EXIT_INTERNAL;
-	}
-	return rc;
+	/* The close agrees on the links that formed. */
+	return cli_ring_done(r.ring, r.addresses, world, rc, r.json);
 }

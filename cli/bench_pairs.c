@@ -580,18 +580,6 @@ cmd_bench_pairs(int argc, char **argv)
 		/* The groups go before the close, which agrees on every
 		 * link: a pair's frame left unread fails it. */
 		run_free(&r);
-		if (rc == EXIT_OK || rc == EXIT_THRESHOLD) {
-			struct sr_error err;
-
-			if (sr_ring_finish(r.ring, &err) != 0)
-				rc = cli_report(&err, r.json);
-		}
 	}
-	sr_ring_close(r.ring);
-	cli_addresses_free(r.addresses, world);
-	if (fflush(stdout) != 0 && rc == EXIT_OK) {
-		cli_error("writing the results: %s", strerror(errno));
-		rc = EXIT_INTERNAL;
-	}
-	return rc;
+	return cli_ring_done(r.ring, r.addresses, world, rc, r.json);
 }

@@ -226,6 +226,16 @@ int cli_ring_option(struct cli_ring *opts, int c, const char *arg);
 int cli_ring_open(struct cli_ring *opts, struct sr_ring **ring,
     char ***addresses, uint64_t *world);
 void cli_addresses_free(char **addresses, uint64_t world);
+/*
+ * A command's end on its ring: the close every rank agrees on
+ * (sr_ring_finish) when rc is EXIT_OK or EXIT_THRESHOLD (a verdict, not
+ * a failure: its ranks still agree) and the ring has not failed, the
+ * ring closed, the address list
+ * freed, stdout flushed.  Returns rc, or the close's or the flush's
+ * failure when rc was EXIT_OK.
+ */
+int cli_ring_done(struct sr_ring *ring, char **addresses, uint64_t world,
+    int rc, bool json);
 
 /*
  * launch checks its command once before starting ranks: it runs the

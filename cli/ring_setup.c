@@ -960,3 +960,23 @@ cli_addresses_free(char **addresses, uint64_t world)
 
 	peer_list_free(&list);
 }
+
+int
+cli_ring_done(struct sr_ring *ring, char **addresses, uint64_t world, int rc,
+    bool json)
+{
+	struct sr_error err;
+
+	/* A ring that failed already has had its say (a verdict reached
+	 * without it, bench connect's when the ring broke, stands). */
+	if ((rc == EXIT_OK || rc == EXIT_THRESHOLD) && ring != NULL &&
+	    !sr_ring_failed(ring) && sr_ring_finish(ring, &err) != 0)
+		rc = cli_report(&err, json);
+	sr_ring_close(ring);
+	cli_addresses_free(addresses, world);
+	if (fflush(stdout) != 0 && rc == EXIT_OK) {
+		cli_error("writing the results: %s", strerror(errno));
+		rc = EXIT_INTERNAL;
+	}
+	return rc;
+}

@@ -331,6 +331,12 @@ sr_ring_congestion(const struct sr_ring *ring)
 	return ring->congestion;
 }
 
+bool
+sr_ring_failed(const struct sr_ring *ring)
+{
+	return ring != NULL && ring->failed;
+}
+
 uint32_t
 sr_ring_rank(const struct sr_ring *ring)
 {

@@ -382,6 +382,9 @@ int sr_ring_connect(struct sr_ring **out, struct sr_listener *listener,
     uint64_t token, const struct sr_ring_options *options,
     struct sr_error *err);
 
+/* Whether the ring has failed (a collective, the close or
+ * sr_ring_abort): every later call then fails with that failure. */
+bool sr_ring_failed(const struct sr_ring *ring);
 /* The silence timeout of later collectives, in milliseconds (> 0). */
 void sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms);
 uint32_t sr_ring_rank(const struct sr_ring *ring);
