@@ -281,7 +281,8 @@ PY
 		"--print-address --peers ring.txt" "> ring.txt.new && mv ring.txt.new ring.txt"
 		"install -d -m 0700 ~/.ring" "srun -n 8 " "install -d -m 0700 /tmp/ring"
 		"mpirun -np 4 " "bench allreduce -b 8 -e 64M --json" "bench links"
-		"bench --peers hosts.txt" "serve --listen" "--peers http://")
+		"bench --peers hosts.txt" "serve --listen" "--peers http://"
+		"launch -n 4 bench connect" "bench pairs --peers hosts.txt")
 	while IFS= read -r line; do
 		local p hit=
 		for p in "${patterns[@]}"; do
@@ -290,7 +291,7 @@ PY
 		[ -n "$hit" ] || missing+=("$line")
 	done < <(readme_cmds '')
 	[ ${#missing[@]} -eq 0 ] || { printf 'README command no test runs: %s\n' "${missing[@]}" >&2; false; }
-	[ "$(readme_cmds '' | wc -l)" -eq 15 ]
+	[ "$(readme_cmds '' | wc -l)" -eq 18 ]
 }
 
 @test "README set-up: make demo runs a ring and every expect passes" {
@@ -416,6 +417,75 @@ PY
 	[[ "$st1" == [06] && "$st1" == "$st2" ]] || { show "$T"/g*.err; false; }
 	cat "$T/g1.out" "$T/g2.out" >"$T/g.out"
 	grep -Eq "^# --min-busbw 5 GB/s: 1 row\(s\) of 16M checked, lowest busbw [0-9.]+ GB/s \(allreduce f32 sum at 16M\): $([ "$st1" -eq 0 ] && echo passed || echo FAILED)$" "$T/g.out" || { show "$T/g.out"; false; }
+}
+
+@test "README Using it: bench connect on four ranks of this machine" {
+	local cmd
+	cmd=$(readme_cmds 'launch -n 4 bench connect')
+	run in_w "$cmd"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	grep -q '^# verdict: ok: all 12 connections reached' <<<"$output" || { echo "$output" >&2; false; }
+}
+
+# pairs_two CMD NAME: two ranks of the README's bench pairs command line
+# CMD meeting through hosts.txt (their --print-address lines), small
+# transfers; both statuses in ST1 ST2.  Rank 0's stdout goes where CMD
+# sends it (a "> FILE" at its end, else $T/NAME1.out), rank 1's to
+# FILE.2 (or $T/NAME2.out).
+pairs_two() {
+	local cmd=$1 name=$2 out1 out2 p1 p2
+	cmd=${cmd/bench pairs/bench pairs --host 127.0.0.1 --print-address -e 1M -n 2 -w 0}
+	if [[ "$cmd" =~ \>\ ([^ ]+)$ ]]; then
+		out1=$W/${BASH_REMATCH[1]}
+		out2=$out1.2
+		cmd=${cmd% > *}
+	else
+		out1=$T/${name}1.out
+		out2=$T/${name}2.out
+	fi
+	rm -f "$W/hosts.txt" "$out1" "$out2"
+	(cd "$W" && exec timeout 90 bash -c "$cmd" >"$out1" 2>"$T/${name}1.err" 3>&-) &
+	p1=$!
+	BG_PIDS+=($p1)
+	(cd "$W" && exec timeout 90 bash -c "$cmd" >"$out2" 2>"$T/${name}2.err" 3>&-) &
+	p2=$!
+	BG_PIDS+=($p2)
+	# The address: a line of its own, or with --json a record.
+	wait_line "$out1" '^(\{.*"address":")?127\.0\.0\.1:[0-9]+' 30
+	wait_line "$out2" '^(\{.*"address":")?127\.0\.0\.1:[0-9]+' 30
+	printf '%s\n%s\n' "$(head -n 1 "$out1" | grep -Eo '127\.0\.0\.1:[0-9]+')" \
+		"$(head -n 1 "$out2" | grep -Eo '127\.0\.0\.1:[0-9]+')" >"$W/hosts.txt.new" &&
+		mv "$W/hosts.txt.new" "$W/hosts.txt"
+	ST1=0 ST2=0
+	wait "$p1" || ST1=$?
+	wait "$p2" || ST2=$?
+}
+
+@test "README Using it: bench pairs with an SVG, then against a baseline, two ranks meeting through hosts.txt" {
+	local cmd
+	cmd=$(readme_cmds 'bench pairs --peers hosts.txt --svg')
+	pairs_two "$cmd" svg
+	# Two ranks on one machine: a verdict either way; what matters is
+	# that they agree and rank 0 drew the matrix.
+	[[ "$ST1" == [06] && "$ST1" == "$ST2" ]] || { show "$T"/svg*.err; false; }
+	python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$W/m.svg"
+	grep -q 'bench pairs' "$W/m.svg"
+	# An earlier run's JSON as last week's (without rank 0's address).
+	cmd=$(readme_cmds 'bench pairs --peers hosts.txt --svg')
+	pairs_two "${cmd/--svg m.svg/--json > week.json}" base
+	[[ "$ST1" == [06] && "$ST1" == "$ST2" ]] || { show "$T"/base*.err; false; }
+	tail -n +2 "$W/week.json" >"$W/last-week.json"
+	cmd=$(readme_cmds 'bench pairs --peers hosts.txt --baseline')
+	pairs_two "$cmd" today
+	[[ "$ST1" == [06] && "$ST1" == "$ST2" ]] || { show "$T"/today*.err; false; }
+	# Rank 0's today.json: its address, then the records, the verdict
+	# against last week's last.
+	tail -n +2 "$W/today.json" | python3 -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin if l.strip()]
+assert recs[-1]["type"] == "verdict" and recs[-1]["baseline"] == "last-week.json", recs[-1]
+assert len([r for r in recs if r["type"] == "pair"]) == 2, recs
+'
 }
 
 @test "README Using it: the CI rendezvous over HTTP (serve on loopback, port 0)" {
