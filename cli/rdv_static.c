@@ -67,7 +67,8 @@ dns_parse(const char *source, struct dns_pattern *p, struct sr_error *err)
 struct lookup {
 	char **names;
 	bool *ok;
-	int *error;		/* the last getaddrinfo error of each */
+	int *error;		/* the last getaddrinfo error of each, or
+				 * EAI_INPROGRESS before its first answer */
 	uint64_t n, resolved;
 };
 
@@ -122,7 +123,9 @@ dns_round(struct lookup *k, int64_t end)
 			k->ok[i] = true;
 			k->resolved++;
 		}
-		k->error[i] = e == EAI_INPROGRESS ? EAI_AGAIN : e;
+		/* A round the deadline cut short keeps the last answer. */
+		if (e != EAI_INPROGRESS)
+			k->error[i] = e;
 		j++;
 	}
 out:
@@ -147,7 +150,8 @@ dns_missing(const struct lookup *k, char *buf, size_t size)
 			if (shown == 1) {
 				n = strlen(buf);
 				snprintf(buf + n, size - n, " (%s)",
-				    gai_strerror(k->error[i]));
+				    k->error[i] == EAI_INPROGRESS ? "no answer "
+				    "yet" : gai_strerror(k->error[i]));
 			}
 		}
 	if (left > shown) {
@@ -237,6 +241,7 @@ dns_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 	if (k.names == NULL || k.ok == NULL || k.error == NULL)
 		goto nomem;
 	for (uint64_t i = 0; i < k.n; i++) {
+		k.error[i] = EAI_INPROGRESS;
 		snprintf(entry, sizeof(entry), "%s%llu%s", p.before,
 		    (unsigned long long)i, p.after);
 		if (strlen(entry) >= SR_ADDR_MAX - 6) {
@@ -298,12 +303,13 @@ static int
 slurm_base_port(const struct rendezvous *r, const struct discovered_slurm *s,
     uint64_t *port, uint64_t *count, struct sr_error *err)
 {
+	const char *given = r->source + strlen("slurm:");
+
 	*count = 65536;
-	if (r->source[0] != '\0') {
-		if (cli_parse_uint(r->source, 1, 65535, port) != 0)
+	if (given[0] != '\0') {
+		if (cli_parse_uint(given, 1, 65535, port) != 0)
 			return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
-			    "slurm:%s: '%s' is not a port (1-65535)", r->source,
-			    r->source);
+			    "%s: '%s' is not a port (1-65535)", r->source, given);
 		*count = 65536 - *port;
 		return 0;
 	}
@@ -358,7 +364,7 @@ slurm_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 
 	if (!discover_slurm(&s))
 		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG, "%s "
-		    "'slurm:%s' needs a Slurm job step's environment "
+		    "'%s' needs a Slurm job step's environment "
 		    "(SLURM_JOB_NODELIST and SLURM_PROCID: run it under srun)",
 		    r->origin, r->source);
 	if (s.tasks == NULL)
