@@ -786,7 +786,7 @@ rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
 		{ "https://", &rendezvous_http, true },
 		{ "file:", &rendezvous_file, false },
 		{ "dns:", &rendezvous_dns, false },
-		{ "slurm:", &rendezvous_slurm, false },
+		{ "slurm:", &rendezvous_slurm, true },
 	};
 	const char *rest = source;
 
@@ -801,9 +801,8 @@ rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
 			    source + strlen(kinds[i].prefix);
 			break;
 		}
-	/* "slurm:" takes its port from Slurm; dns: says what it lacks. */
-	if (rest[0] == '\0' && r->backend != &rendezvous_slurm &&
-	    r->backend != &rendezvous_dns)
+	/* dns: says itself what it lacks. */
+	if (rest[0] == '\0' && r->backend != &rendezvous_dns)
 		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "%s '%s' names no %s", origin, source,
 		    r->backend == &rendezvous_env ? "variable" : "path");
