@@ -602,7 +602,10 @@ early_lines(struct host *h, const char *verdict)
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
 		*nl = '\0';
-		if (nl > p) {
+		/* ssh ends its own messages in "\r\n". */
+		for (char *q = nl; q > p && (q[-1] == '\r' || q[-1] == ' '); q--)
+			q[-1] = '\0';
+		if (*p != '\0') {
 			if (last != NULL)
 				cli_error("host %s: %s", h->name, last);
 			last = p;
