@@ -314,7 +314,8 @@ reap(struct launch *l)
 		if (!k->published)
 			launch_ranks_abandon(l);
 	}
-	if (l->alive == 0 && l->drain_at == 0)
+	/* Not before any started: an agent waits for its start here. */
+	if (l->alive == 0 && l->started > 0 && l->drain_at == 0)
 		l->drain_at = sr_clock_ns() + DRAIN_NS;
 }
 
