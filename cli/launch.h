@@ -89,6 +89,18 @@ struct launch {
  */
 int launch_signals_init(void);
 int launch_wake_fd(void);
+/*
+ * fork(2) for a child of the launcher: SIGCHLD, SIGINT, SIGTERM and
+ * SIGALRM stay blocked until the child has its default handlers back, so
+ * a signal meant for it is not lost to ours, and the child dies with the
+ * launcher (PR_SET_PDEATHSIG), even one killed before it asked.  0 in the
+ * child, its pid in the launcher, -1 with errno.
+ */
+pid_t launch_fork(void);
+/* "rank 3" or "ranks 4-7", for messages (a static buffer). */
+const char *launch_ranks_text(int base, int count);
+/* Closes *fd if open and sets it to -1. */
+void launch_fd_close(int *fd);
 /* Empties the self-pipe once poll said it is readable. */
 void launch_wake_drain(void);
 /* Raises the descriptor limit to hold n more, remembering the caller's

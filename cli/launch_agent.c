@@ -285,20 +285,6 @@ put(struct agent *a, enum launch_msg_kind kind, uint32_t x, uint32_t y,
 		cli_error("host %s: out of memory", a->name);
 }
 
-/* "rank 3" or "ranks 4-7", for messages. */
-static const char *
-ranks_text(const struct agent *a)
-{
-	static char buf[48];
-
-	if (a->orders.count == 1)
-		snprintf(buf, sizeof(buf), "rank %u", a->orders.base);
-	else
-		snprintf(buf, sizeof(buf), "ranks %u-%u", a->orders.base,
-		    a->orders.base + a->orders.count - 1);
-	return buf;
-}
-
 /* The launcher is gone: nobody is left to tell, so the ranks stop. */
 static void
 launcher_gone(struct agent *a, const char *why)
@@ -308,7 +294,7 @@ launcher_gone(struct agent *a, const char *why)
 	a->gone = true;
 	if (!a->l.stopping || a->l.alive > 0)
 		cli_error("host %s: the launcher is gone (%s); stopping %s",
-		    a->name, why, ranks_text(a));
+		    a->name, why, launch_ranks_text(a->l.base, a->l.count));
 	launch_ranks_stop(&a->l);
 }
 
@@ -353,7 +339,8 @@ order(struct agent *a, const char *line)
 		if (a->started || a->l.stopping)
 			return a->started ? -1 : 0;
 		a->started = true;
-		cli_status("host %s: starting %s", a->name, ranks_text(a));
+		cli_status("host %s: starting %s", a->name,
+		    launch_ranks_text(a->l.base, a->l.count));
 		launch_ranks_start(&a->l);
 		return 0;
 	case LAUNCH_MSG_PEER:

@@ -42,8 +42,8 @@ on_signal(int sig)
 	errno = saved;
 }
 
-static void
-close_fd(int *fd)
+void
+launch_fd_close(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
@@ -73,6 +73,18 @@ launch_signals_init(void)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
+}
+
+const char *
+launch_ranks_text(int base, int count)
+{
+	static char buf[48];
+
+	if (count == 1)
+		snprintf(buf, sizeof(buf), "rank %d", base);
+	else
+		snprintf(buf, sizeof(buf), "ranks %d-%d", base, base + count - 1);
+	return buf;
 }
 
 int
@@ -162,7 +174,7 @@ void
 launch_ranks_abandon(struct launch *l)
 {
 	for (int r = 0; r < l->started; r++)
-		close_fd(&l->ranks[r].ctl);
+		launch_fd_close(&l->ranks[r].ctl);
 }
 
 /* The list of every rank's address, once all have published here. */
@@ -252,7 +264,7 @@ feed(int *fd, size_t *off, const char *data, size_t len)
 	if (n > 0)
 		*off += (size_t)n;
 	if (n < 0 || *off == len)
-		close_fd(fd);
+		launch_fd_close(fd);
 }
 
 /* ------------------------------------------------------------- ranks */
@@ -306,7 +318,7 @@ reap(struct launch *l)
 		/* Its last words come before the launcher's about it. */
 		forward(l, &k->out, DRAIN_READS);
 		forward(l, &k->err, DRAIN_READS);
-		close_fd(&k->in);
+		launch_fd_close(&k->in);
 		if (k->ctl >= 0 && !k->published)
 			address_read(l, r);
 		if (k->status != 0)
@@ -319,20 +331,38 @@ reap(struct launch *l)
 		l->drain_at = sr_clock_ns() + DRAIN_NS;
 }
 
-static void __attribute__((noreturn))
-child(struct launch *l, int r, int *fds, pid_t launcher, sigset_t *mask)
+pid_t
+launch_fork(void)
 {
-	char num[3][24];
+	static const int signals[] = { SIGCHLD, SIGINT, SIGTERM, SIGALRM };
+	sigset_t block, saved;
+	pid_t launcher = getpid(), pid;
 
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof(signals) / sizeof(*signals); i++)
+		sigaddset(&block, signals[i]);
+	/* Blocked until the child has its default handlers back, so a
+	 * SIGTERM meant for it is not lost to ours. */
+	sigprocmask(SIG_BLOCK, &block, &saved);
+	if ((pid = fork()) != 0) {
+		sigprocmask(SIG_SETMASK, &saved, NULL);
+		return pid;
+	}
 	/* Dies with the launcher, even one killed before this line. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
 		_exit(EXIT_INTERNAL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
+	for (size_t i = 0; i < sizeof(signals) / sizeof(*signals); i++)
+		signal(signals[i], SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
-	signal(SIGALRM, SIG_DFL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+	return 0;
+}
+
+static void __attribute__((noreturn))
+child(struct launch *l, int r, int *fds)
+{
+	char num[3][24];
+
 	if (!l->job->share_stdin)
 		fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	snprintf(num[0], sizeof(num[0]), "%d", l->base + r);
@@ -362,31 +392,20 @@ spawn(struct launch *l, int r)
 	static const int theirs[] = { 0, 3, 5, 7 }, ours[] = { 1, 2, 4, 6 };
 	struct launch_rank *k = &l->ranks[r];
 	int fds[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
-	sigset_t block, saved;
-	pid_t pid = -1, launcher = getpid();
+	pid_t pid = -1;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGCHLD);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGALRM);
 	if ((!l->job->share_stdin || pipe2(fds, O_CLOEXEC) == 0) &&
 	    pipe2(fds + 2, O_CLOEXEC) == 0 && pipe2(fds + 4, O_CLOEXEC) == 0 &&
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds + 6) == 0) {
-		/* Blocked until the child has its default handlers back, so
-		 * a SIGTERM meant for it is not lost to ours. */
-		sigprocmask(SIG_BLOCK, &block, &saved);
-		if ((pid = fork()) == 0)
-			child(l, r, fds, launcher, &saved);
-		sigprocmask(SIG_SETMASK, &saved, NULL);
-	}
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds + 6) == 0 &&
+	    (pid = launch_fork()) == 0)
+		child(l, r, fds);
 	if (pid < 0)
 		cli_error("cannot start rank %d: %s", l->base + r,
 		    strerror(errno));
 	for (int i = 0; i < 4; i++) {
-		close_fd(&fds[theirs[i]]);
+		launch_fd_close(&fds[theirs[i]]);
 		if (pid < 0)
-			close_fd(&fds[ours[i]]);
+			launch_fd_close(&fds[ours[i]]);
 		else if (fds[ours[i]] >= 0)
 			fcntl(fds[ours[i]], F_SETFL, O_NONBLOCK |
 			    fcntl(fds[ours[i]], F_GETFL));
@@ -623,8 +642,8 @@ launch_ranks_fini(struct launch *l)
 	for (int r = 0; l->ranks != NULL && r < l->count; r++) {
 		launch_stream_fini(&l->ranks[r].out);
 		launch_stream_fini(&l->ranks[r].err);
-		close_fd(&l->ranks[r].ctl);
-		close_fd(&l->ranks[r].in);
+		launch_fd_close(&l->ranks[r].ctl);
+		launch_fd_close(&l->ranks[r].in);
 	}
 	free(l->ranks);
 	free(l->pfd);

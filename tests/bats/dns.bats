@@ -14,8 +14,7 @@ load helpers
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 
 setup() {
-	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
-	command -v unshare >/dev/null || { echo "unshare is not installed (Debian: util-linux)" >&2; return 1; }
+	need_private_net
 	T=$BATS_TEST_TMPDIR
 	printf 'allgather {rank}\nexpect 0 1 2\n' >"$T/script"
 }

@@ -27,6 +27,25 @@ wait_line() {
 	return 1
 }
 
+# wait_pidfile FILE: the pid a process wrote to FILE (bash -c 'echo $$
+# >FILE && exec ...': its own pid, whatever runs it), once it has, within
+# 10s.
+wait_pidfile() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$1" ] && { cat "$1"; return 0; }
+		sleep 0.05
+	done
+	echo "no pid in $1 after 10s" >&2
+	return 1
+}
+
+# need_private_net: the binary and unshare(1), for in_private_net.
+need_private_net() {
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	command -v unshare >/dev/null || { echo "unshare is not installed (Debian: util-linux)" >&2; return 1; }
+}
+
 # wait_exit PID [SECONDS]: waits for a background pid; sets WAIT_STATUS.
 wait_exit() {
 	local pid=$1 limit=${2:-30} i

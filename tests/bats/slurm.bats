@@ -13,8 +13,7 @@ load helpers
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 
 setup() {
-	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
-	command -v unshare >/dev/null || { echo "unshare is not installed (Debian: util-linux)" >&2; return 1; }
+	need_private_net
 	command -v python3 >/dev/null || { echo "python3 is needed to read JSON" >&2; return 1; }
 	T=$BATS_TEST_TMPDIR
 	printf '127.0.0.1 sn1\n127.0.0.2 sn2\n127.0.0.3 sn3\n' >"$T/hosts"

@@ -78,7 +78,7 @@ teardown() {
 # NAME.out and NAME.err.  BG is the job (a timeout as the backstop), LPID
 # the launcher's own pid.
 launch_bg() {
-	local name=$1 pidfile=$T/$1.pid in=/dev/null i
+	local name=$1 pidfile=$T/$1.pid in=/dev/null
 	shift
 	[ -f "$T/$name.in" ] && in=$T/$name.in
 	timeout 90 ip netns exec "$NS_5" bash -c 'echo $$ >"$0" && exec "$@"' \
@@ -86,11 +86,7 @@ launch_bg() {
 		>"$T/$name.out" 2>"$T/$name.err" 3>&- &
 	BG=$!
 	BG_PIDS+=("$BG")
-	for ((i = 0; i < 200; i++)); do
-		[ -s "$pidfile" ] && break
-		sleep 0.05
-	done
-	LPID=$(cat "$pidfile")
+	LPID=$(wait_pidfile "$pidfile")
 }
 
 # launch_fg NAME ARGS...: the same, waited for; sets STATUS and MS (the
@@ -99,10 +95,8 @@ launch_fg() {
 	local t0
 	t0=$(date +%s%N)
 	launch_bg "$@"
-	STATUS=0
-	wait "$BG" || STATUS=$?
+	job_end
 	MS=$((($(date +%s%N) - t0) / 1000000))
-	LPID=
 }
 
 # on_host I: the pids in host I's namespace but its sshd.
@@ -181,10 +175,35 @@ show() {
 	done
 }
 
-SLOW='barrier
-sleep 60
-barrier
-'
+# slow_job NAME RANKS ARGS...: launch ARGS... run with a script that
+# sleeps past a barrier, once all RANKS ranks are past it; the pids of
+# every host learned (learn_pids), RANKS ranks among them.
+slow_job() {
+	local name=$1 ranks=$2
+	shift 2
+	printf 'barrier\nsleep 60\nbarrier\n' >"$T/$name.in"
+	launch_bg "$name" "$@" run --timeout 30
+	wait_lines "$T/$name.out" 'line 1: barrier = ok' "$ranks"
+	learn_pids
+	[ "$(grep -c ' silvic-ring run ' "$T/learned")" -eq "$ranks" ] || { cat "$T/learned" >&2; false; }
+}
+
+# job_end: waits for the launcher; its status in STATUS.
+job_end() {
+	STATUS=0
+	wait "$BG" || STATUS=$?
+	LPID=
+}
+
+# were_stopped NAME RANK...: each RANK's sleep ended by the launcher's stop.
+were_stopped() {
+	local name=$1 r
+	shift
+	for r in "$@"; do
+		grep -q "^\[$r\] silvic-ring: rank $r: .*interrupted while sleeping" "$T/$name.err" ||
+			{ show "$T/$name.err"; false; }
+	done
+}
 
 # ---------------------------------------------------------------- usage
 
@@ -331,77 +350,52 @@ PY
 }
 
 @test "a remote rank SIGKILLed: the launcher names it, exits 137, and every rank on every host stops" {
-	local victim r
-	printf '%s' "$SLOW" >"$T/kill.in"
-	launch_bg kill --grace 1 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4" run --timeout 30
-	wait_lines "$T/kill.out" 'line 1: barrier = ok' 5
-	learn_pids
-	[ "$(grep -c ' silvic-ring run ' "$T/learned")" -eq 5 ] || { cat "$T/learned" >&2; false; }
+	local victim
+	slow_job kill 5 --grace 1 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4"
 	victim=$(ranks_of 3)
 	[ -n "$victim" ]
 	kill -9 "$victim"
-	STATUS=0
-	wait "$BG" || STATUS=$?
+	job_end
 	[ "$STATUS" -eq 137 ] || { show "$T/kill.err"; false; }
 	grep -q "^silvic-ring: rank 3 (host $IP_3) failed with status 137; stopping the others$" "$T/kill.err"
 	# The others were in their sleep, which the ring cannot end: the
 	# launcher's stop did, on every other host.
-	for r in 0 1 2 4; do
-		grep -q "^\[$r\] silvic-ring: rank $r: .*interrupted while sleeping" "$T/kill.err" || { show "$T/kill.err"; false; }
-	done
+	were_stopped kill 0 1 2 4
 	nothing_left
 }
 
 @test "SIGINT to the launcher: exit 130, every rank stopped, nothing left on any host" {
-	local r
-	printf '%s' "$SLOW" >"$T/int.in"
-	launch_bg int --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4" run --timeout 30
-	wait_lines "$T/int.out" 'line 1: barrier = ok' 5
-	learn_pids
-	[ "$(grep -c ' silvic-ring run ' "$T/learned")" -eq 5 ]
+	slow_job int 5 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4"
 	[ "$(grep -c ' launch --agent' "$T/learned")" -eq 4 ]
 	kill -INT "$LPID"
-	STATUS=0
-	wait "$BG" || STATUS=$?
+	job_end
 	[ "$STATUS" -eq 130 ] || { show "$T/int.err"; false; }
 	grep -q '^silvic-ring: interrupted; stopping the ranks$' "$T/int.err"
-	for r in 0 1 2 3 4; do
-		grep -q "^\[$r\] silvic-ring: rank $r: .*interrupted while sleeping" "$T/int.err" || { show "$T/int.err"; false; }
-	done
+	were_stopped int 0 1 2 3 4
 	nothing_left
 }
 
 @test "the launcher SIGKILLed, or its ssh to one host killed: no remote rank is left behind" {
 	local ssh
-	printf '%s' "$SLOW" >"$T/k9.in"
-	launch_bg k9 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4" run --timeout 30
-	wait_lines "$T/k9.out" 'line 1: barrier = ok' 5
-	learn_pids
-	[ "$(grep -c ' silvic-ring run ' "$T/learned")" -eq 5 ]
+	slow_job k9 5 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4"
 	kill -9 "$LPID"
 	nothing_left
 	# One host's ssh killed: that host's agent sees its session end, the
 	# launcher sees ssh gone and stops the others.
-	cp "$T/k9.in" "$T/drop.in"
-	launch_bg drop --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4" run --timeout 30
-	wait_lines "$T/drop.out" 'line 1: barrier = ok' 5
-	learn_pids
+	slow_job drop 5 --hosts "$IP_1,$IP_2:2,$IP_3,$IP_4"
 	ssh=$(pgrep -P "$LPID" -f " $IP_2 ")
 	[ -n "$ssh" ]
 	kill -9 "$ssh"
-	STATUS=0
-	wait "$BG" || STATUS=$?
+	job_end
 	[ "$STATUS" -eq 5 ] || { show "$T/drop.err"; false; }
+	were_stopped drop 0 3 4
 	grep -q "^silvic-ring: host $IP_2 (ranks 1-2): ssh exited with status 137; stopping the others$" "$T/drop.err"
 	nothing_left
 }
 
 @test "a host whose network is cut: its ranks stop by themselves, the launcher names it and stops the rest" {
 	local t0 ms left i p
-	printf '%s' "$SLOW" >"$T/cut.in"
-	launch_bg cut --keepalive 2 --hosts "$IP_1,$IP_2,$IP_3,$IP_4" run --timeout 30
-	wait_lines "$T/cut.out" 'line 1: barrier = ok' 4
-	learn_pids
+	slow_job cut 4 --keepalive 2 --hosts "$IP_1,$IP_2,$IP_3,$IP_4"
 	t0=$(date +%s%N)
 	ip -n "$NS_3" link set eth0 down
 	# Host 3 can tell nobody: its agent and rank end on their own (the
@@ -415,8 +409,7 @@ PY
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	echo "# host 3 cut off: its agent and rank gone after ${ms}ms (--keepalive 2)" >&3
 	[ -z "$left" ] || { echo "still on host 3: $left" >&2; false; }
-	STATUS=0
-	wait "$BG" || STATUS=$?
+	job_end
 	ip -n "$NS_3" link set eth0 up
 	[ "$STATUS" -eq 5 ] || { show "$T/cut.err"; false; }
 	grep -q "^silvic-ring: host $IP_3 (rank 2): no answer to keepalives: its network connection is gone; stopping the others$" "$T/cut.err" ||

@@ -6,6 +6,7 @@
  * only when whole, fed a byte at a time, refuse bad values; the control
  * lines round trip and refuse what is not one.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,42 +17,47 @@
 
 static char why[600];
 
-/* The list as "name:slots,name:slots", or the error's text. */
+/* The list as "name:slots,name:slots", with " (TOTAL)" after it when
+ * total; frees it. */
+static const char *
+listed(struct host_list *l, bool total)
+{
+	static char out[4096];
+
+	out[0] = '\0';
+	for (size_t i = 0; i < l->n; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s:%u",
+		    i ? "," : "", l->host[i].name, l->host[i].slots);
+	if (total)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), " (%llu)",
+		    (unsigned long long)l->slots);
+	host_list_free(l);
+	return out;
+}
+
+/* A --hosts value's list, or the error's text. */
 static const char *
 spec(const char *text)
 {
-	static char out[4096];
 	struct host_list l;
 
 	why[0] = '\0';
 	if (hosts_parse(text, "--hosts", &l, why, sizeof(why)) != 0)
 		return why;
-	out[0] = '\0';
-	for (size_t i = 0; i < l.n; i++)
-		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s:%u",
-		    i ? "," : "", l.host[i].name, l.host[i].slots);
-	host_list_free(&l);
-	return out;
+	return listed(&l, false);
 }
 
+/* A hostfile's list and its slots, or the error's text. */
 static const char *
 file(const char *text)
 {
-	static char out[4096];
 	struct host_list l;
 
 	why[0] = '\0';
 	if (hosts_parse_file(text, strlen(text), "hf", &l, why,
 	    sizeof(why)) != 0)
 		return why;
-	out[0] = '\0';
-	for (size_t i = 0; i < l.n; i++)
-		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s:%u",
-		    i ? "," : "", l.host[i].name, l.host[i].slots);
-	snprintf(out + strlen(out), sizeof(out) - strlen(out), " (%llu)",
-	    (unsigned long long)l.slots);
-	host_list_free(&l);
-	return out;
+	return listed(&l, true);
 }
 
 #define SAME(got, want)                                                        \
@@ -134,7 +140,6 @@ test_hostfile(void)
 static const char *
 slurm(const char *nodes, const char *tasks)
 {
-	static char out[4096];
 	struct host_list l;
 
 	why[0] = '\0';
@@ -146,14 +151,7 @@ slurm(const char *nodes, const char *tasks)
 		host_list_free(&l);
 		return why;
 	}
-	out[0] = '\0';
-	for (size_t i = 0; i < l.n; i++)
-		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s:%u",
-		    i ? "," : "", l.host[i].name, l.host[i].slots);
-	snprintf(out + strlen(out), sizeof(out) - strlen(out), " (%llu)",
-	    (unsigned long long)l.slots);
-	host_list_free(&l);
-	return out;
+	return listed(&l, true);
 }
 
 static void
