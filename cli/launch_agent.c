@@ -201,12 +201,13 @@ addresses(struct agent *a, char *host, size_t size, char *port,
 	return 0;
 }
 
-/* One connection attempt to ai within deadline; the socket, or -1. */
+/* One connection attempt to ai within deadline; the socket, or -1 with
+ * *error. */
 static int
 dial_one(const struct addrinfo *ai, int64_t deadline, int *error)
 {
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0), soerr = 0;
+	    SOCK_CLOEXEC, 0), soerr;
 	socklen_t len = sizeof(soerr);
 
 	if (fd < 0) {
@@ -215,26 +216,19 @@ dial_one(const struct addrinfo *ai, int64_t deadline, int *error)
 	}
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 		return fd;
-	while (errno == EINPROGRESS || errno == EINTR) {
+	*error = errno;
+	while (*error == EINPROGRESS) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
 		int64_t left = (deadline - sr_clock_ns()) / 1000000;
 
-		if (left <= 0) {
+		if (left <= 0)
 			*error = ETIMEDOUT;
-			break;
-		}
-		if (poll(&p, 1, left > 1000 ? 1000 : (int)left) <= 0) {
-			errno = EINTR;
-			continue;
-		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 &&
-		    soerr == 0)
-			return fd;
-		*error = soerr != 0 ? soerr : errno;
-		break;
+		else if (poll(&p, 1, left > 1000 ? 1000 : (int)left) > 0)
+			*error = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr,
+			    &len) != 0 ? errno : soerr;
 	}
-	if (errno != EINPROGRESS && errno != EINTR)
-		*error = errno;
+	if (*error == 0)
+		return fd;
 	close(fd);
 	return -1;
 }

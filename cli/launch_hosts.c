@@ -240,10 +240,11 @@ agent_line(struct run *u, struct host *h, const char *line)
 			list_send(u);
 		return 0;
 	case LAUNCH_MSG_EXIT:
-		why = "an exit of a rank not its own";
+		why = "an exit of a rank not its own, or twice";
 		if (m.a < (uint32_t)h->base || m.a >= (uint32_t)(h->base +
-		    h->count) || h->exited >= h->count || m.b > 255)
+		    h->count) || u->exited[m.a] || m.b > 255)
 			goto bad;
+		u->exited[m.a] = true;
 		rank_exit(u, h, m.a, m.b);
 		return 0;
 	case LAUNCH_MSG_STATUS:
@@ -601,11 +602,12 @@ prepare(struct run *u)
 		u->n++;
 	u->host = calloc((size_t)u->n, sizeof(*u->host));
 	u->addr = calloc((size_t)u->job->world, sizeof(*u->addr));
+	u->exited = calloc((size_t)u->job->world, sizeof(*u->exited));
 	u->strangers = calloc(HOSTS_STRANGERS_MAX, sizeof(*u->strangers));
 	u->pfd = calloc((size_t)(2 + SLOTS * u->n + HOSTS_STRANGERS_MAX),
 	    sizeof(*u->pfd));
-	if (u->host == NULL || u->addr == NULL || u->strangers == NULL ||
-	    u->pfd == NULL) {
+	if (u->host == NULL || u->addr == NULL || u->exited == NULL ||
+	    u->strangers == NULL || u->pfd == NULL) {
 		cli_error("out of memory for %d hosts", u->n);
 		return EXIT_INTERNAL;
 	}
@@ -666,6 +668,7 @@ cleanup(struct run *u)
 	free(u->ssh);
 	free(u->remote);
 	free(u->addr);
+	free(u->exited);
 	free(u->host);
 	free(u->strangers);
 	free(u->pfd);
@@ -687,11 +690,15 @@ launch_hosts_run(struct launch_remote *o, struct launch_job *job)
 		cleanup(&u);
 		return rc;
 	}
-	while (!finished(&u, now)) {
+	for (;;) {
 		nfds_t n;
 
 		spawn_more(&u, now);
+		/* Before the end too: the verdict on hosts that never
+		 * answered comes once the last of them is reaped. */
 		escalate(&u, now);
+		if (finished(&u, now))
+			break;
 		n = watch(&u);
 		if (poll(u.pfd, n, timeout_ms(&u, now)) < 0 && errno != EINTR) {
 			cli_error("poll: %s; stopping the hosts", strerror(errno));
@@ -701,7 +708,6 @@ launch_hosts_run(struct launch_remote *o, struct launch_job *job)
 		}
 		now = sr_clock_ns();
 		dispatch(&u, now);
-		now = sr_clock_ns();
 	}
 	if (u.rejected > 0)
 		cli_status("launch: rejected %lu connection(s) that were no "

@@ -80,6 +80,7 @@ struct run {
 	int next, connecting, ready, unreachable;
 	bool started;
 	int exits;		/* ranks whose exit came */
+	bool *exited;		/* each rank's exit came */
 	char **addr;		/* every rank's address, once published */
 	int published;
 	bool list_sent, abandoned;

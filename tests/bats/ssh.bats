@@ -347,6 +347,13 @@ PY
 	[ "$STATUS" -eq 3 ]
 	grep -q "^silvic-ring: host $IP_1 (rank 0): ssh exited with status 127 before its agent answered: .*/nonexistent/silvic-ring: No such file or directory$" "$T/nobin.err" ||
 		{ show "$T/nobin.err"; false; }
+	# An agent that cannot reach the launcher back says so, through ssh.
+	launch_fg back --launcher-address 127.0.0.1 --hosts "$IP_1" run --timeout 30
+	[ "$STATUS" -eq 3 ]
+	grep -q "^silvic-ring: host $IP_1 (rank 0): ssh exited with status 3 before its agent answered: silvic-ring: host $IP_1: cannot reach the launcher at 127.0.0.1 port [0-9]*: Connection refused$" "$T/back.err" ||
+		{ show "$T/back.err"; false; }
+	grep -q '^silvic-ring: launch: 1 of 1 host(s) did not answer; no rank was started$' "$T/back.err"
+	nothing_left
 }
 
 @test "a remote rank SIGKILLed: the launcher names it, exits 137, and every rank on every host stops" {
