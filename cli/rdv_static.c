@@ -31,6 +31,7 @@
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	2000
 #define ROUND_MAX_MS	5000	/* one round of lookups */
+#define LOOK_MS		5	/* how often a round looks for answers */
 #define SLURM_PORT	47000
 
 /* ------------------------------------------------------------- dns */
@@ -70,68 +71,76 @@ struct lookup {
 	int *error;		/* the last getaddrinfo error of each, or
 				 * EAI_INPROGRESS before its first answer */
 	uint64_t n, resolved;
+	/* One request per name, kept for the whole wait: glibc's workers
+	 * may still hold one for a moment after it says it is done. */
+	struct gaicb *req;
+	bool *busy;		/* its request is queued or running */
+	struct gaicb **list;
 };
+
+/* Static: a request cancelled too late may still read it afterwards. */
+static const struct addrinfo lookup_hints = { .ai_socktype = SOCK_STREAM };
+
+/* Takes the answer of each request that has one. */
+static void
+dns_collect(struct lookup *k)
+{
+	for (uint64_t i = 0; i < k->n; i++) {
+		int e;
+
+		if (!k->busy[i] || (e = gai_error(&k->req[i])) == EAI_INPROGRESS)
+			continue;
+		k->busy[i] = false;
+		/* A request getaddrinfo_a could not queue says 0 and holds
+		 * nothing. */
+		if (e == 0 && k->req[i].ar_result == NULL)
+			e = EAI_AGAIN;
+		if (e == 0) {
+			freeaddrinfo(k->req[i].ar_result);
+			k->ok[i] = true;
+			k->resolved++;
+		}
+		k->error[i] = e;
+	}
+}
 
 /*
  * One round: every name not resolved yet, all at once, until they have
- * all answered, the round's end or the deadline.  Requests still
- * running are cancelled; one that cannot be is left to finish on its
- * own (its memory with it: a rank about to fail anyway).
+ * all answered, or end.  Requests still running then are cancelled; one
+ * that cannot be is left to finish, and asked again only once it has.
+ * The answers are looked at every few milliseconds rather than waited
+ * for with gai_suspend, which can leave a worker thread a pointer into
+ * its caller's stack (glibc 2.36: it unlinks itself only from requests
+ * not done yet, and a request is done before its worker has told the
+ * waiters).
  */
 static void
 dns_round(struct lookup *k, int64_t end)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	struct gaicb *reqs, **list;
-	uint64_t m = 0;
-	bool leak = false;
+	uint64_t m = 0, busy;
 
-	reqs = calloc(k->n - k->resolved, sizeof(*reqs));
-	list = calloc(k->n - k->resolved, sizeof(*list));
-	if (reqs == NULL || list == NULL)
-		goto out;
 	for (uint64_t i = 0; i < k->n; i++)
-		if (!k->ok[i]) {
-			reqs[m].ar_name = k->names[i];
-			reqs[m].ar_request = &hints;
-			list[m] = &reqs[m];
-			m++;
+		if (!k->ok[i] && !k->busy[i]) {
+			memset(&k->req[i], 0, sizeof(k->req[i]));
+			k->req[i].ar_name = k->names[i];
+			k->req[i].ar_request = &lookup_hints;
+			k->list[m++] = &k->req[i];
+			k->busy[i] = true;
 		}
-	if (getaddrinfo_a(GAI_NOWAIT, list, (int)m, NULL) != 0)
-		goto out;
+	if (m > 0 && getaddrinfo_a(GAI_NOWAIT, k->list, (int)m, NULL) != 0)
+		cli_debug("getaddrinfo_a could not queue every lookup");
 	for (;;) {
-		uint64_t running = 0;
-		int64_t left = end - sr_clock_ns();
-		struct timespec ts = { left / 1000000000LL, left % 1000000000LL };
-
-		for (uint64_t j = 0; j < m; j++)
-			running += gai_error(&reqs[j]) == EAI_INPROGRESS;
-		if (running == 0 || left <= 0 || cli_interrupted)
+		dns_collect(k);
+		busy = 0;
+		for (uint64_t i = 0; i < k->n; i++)
+			busy += k->busy[i];
+		if (busy == 0 || sr_clock_ns() >= end || cli_interrupted)
 			break;
-		gai_suspend((const struct gaicb *const *)list, (int)m, &ts);
+		cli_nap(LOOK_MS, end);
 	}
-	for (uint64_t i = 0, j = 0; i < k->n; i++) {
-		int e;
-
-		if (k->ok[i])
-			continue;
-		if ((e = gai_error(&reqs[j])) == EAI_INPROGRESS &&
-		    gai_cancel(&reqs[j]) != EAI_CANCELED)
-			leak = true;
-		if (e == 0) {
-			freeaddrinfo(reqs[j].ar_result);
-			k->ok[i] = true;
-			k->resolved++;
-		}
-		/* A round the deadline cut short keeps the last answer. */
-		if (e != EAI_INPROGRESS)
-			k->error[i] = e;
-		j++;
-	}
-out:
-	if (!leak)
-		free(reqs);
-	free(list);
+	for (uint64_t i = 0; i < k->n; i++)
+		if (k->busy[i] && gai_cancel(&k->req[i]) == EAI_CANCELED)
+			k->busy[i] = false;
 }
 
 /* "a (why), b, c and 2 more": the names still missing. */
@@ -238,7 +247,11 @@ dns_preload(struct rendezvous *r, int64_t world, struct peer_list *list,
 	k.names = calloc(k.n, sizeof(*k.names));
 	k.ok = calloc(k.n, sizeof(*k.ok));
 	k.error = calloc(k.n, sizeof(*k.error));
-	if (k.names == NULL || k.ok == NULL || k.error == NULL)
+	k.req = calloc(k.n, sizeof(*k.req));
+	k.busy = calloc(k.n, sizeof(*k.busy));
+	k.list = calloc(k.n, sizeof(*k.list));
+	if (k.names == NULL || k.ok == NULL || k.error == NULL ||
+	    k.req == NULL || k.busy == NULL || k.list == NULL)
 		goto nomem;
 	for (uint64_t i = 0; i < k.n; i++) {
 		k.error[i] = EAI_INPROGRESS;
@@ -267,11 +280,18 @@ nomem:
 	peer_list_free(list);
 	sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS, "out of memory");
 out:
+	/* A lookup still running holds its name and request: they stay. */
+	for (uint64_t i = 0; k.busy != NULL && i < k.n; i++)
+		if (k.busy[i])
+			return rc;
 	for (uint64_t i = 0; k.names != NULL && i < k.n; i++)
 		free(k.names[i]);
 	free(k.names);
 	free(k.ok);
 	free(k.error);
+	free(k.req);
+	free(k.busy);
+	free(k.list);
 	return rc;
 }
 
