@@ -698,7 +698,10 @@ static int
 launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
-	static char buf[1 << 20];
+	/* The longest list: LIST_MAX_RANKS addresses of SR_ADDR_MAX - 1
+	 * bytes and their newlines, the empty line.  In BSS, untouched
+	 * pages cost nothing. */
+	static char buf[(size_t)SR_ADDR_MAX * LIST_MAX_RANKS + 2];
 	size_t n = 0;
 	char why[400];
 
@@ -729,7 +732,11 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		got = read(pfd.fd, buf + n, sizeof(buf) - 1 - n);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
-		if (got <= 0 || n + (size_t)got >= sizeof(buf) - 1)
+		if (got > 0 && n + (size_t)got >= sizeof(buf) - 1)
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+			    "the launcher's address list is longer than %zu "
+			    "bytes", sizeof(buf) - 2);
+		if (got <= 0)
 			return sr_error_set(err, SR_ETIMEOUT,
 			    SR_PHASE_RENDEZVOUS, "the launcher closed before "
 			    "sending the address list (another rank failed?)");
