@@ -109,6 +109,15 @@ int cli_open_regular(const char *path, bool nofollow, struct stat *st,
     char *why, size_t why_size);
 
 /*
+ * Reads a whole small regular file (at most 16 MiB; never a FIFO: see
+ * cli_open_regular; with nofollow never through a symbolic link).
+ * Returns it NUL-terminated (free it), its length in *len, or NULL with
+ * errno set (ENOENT when it does not exist) and why.
+ */
+char *cli_read_file(const char *path, bool nofollow, struct stat *st,
+    size_t *len, char *why, size_t why_size);
+
+/*
  * The length of a key read from a file of n bytes: a key typed into a
  * text file ends in one newline that is not part of it ("\n" or "\r\n",
  * once); a key with any byte outside printable ASCII and tab is binary

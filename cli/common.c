@@ -378,6 +378,63 @@ cli_open_regular(const char *path, bool nofollow, struct stat *st,
 	return fd;
 }
 
+/* Lists, hostfiles and address files are small; a bigger file is not
+ * one of ours. */
+#define FILE_MAX (16u << 20)
+
+char *
+cli_read_file(const char *path, bool nofollow, struct stat *st, size_t *len,
+    char *why, size_t why_size)
+{
+	int fd = cli_open_regular(path, nofollow, st, why, why_size);
+	size_t cap = 4096, n = 0;
+	char *buf = NULL, *grown;
+	ssize_t got;
+
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (n + 1 >= cap || buf == NULL) {
+			if (buf != NULL)
+				cap *= 2;
+			if (cap > FILE_MAX + 1) {
+				free(buf);
+				close(fd);
+				snprintf(why, why_size, "larger than 16 MiB");
+				errno = EFBIG;
+				return NULL;
+			}
+			if ((grown = realloc(buf, cap)) == NULL) {
+				free(buf);
+				close(fd);
+				snprintf(why, why_size, "out of memory");
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = grown;
+		}
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int saved = errno;
+
+			free(buf);
+			close(fd);
+			snprintf(why, why_size, "%s", strerror(saved));
+			errno = saved;
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
 size_t
 cli_key_length(const uint8_t *key, size_t n)
 {

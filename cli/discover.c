@@ -76,6 +76,7 @@ discover_rank(struct discovered *d, char *why, size_t why_size)
 const char *
 discover_peers(const char **origin)
 {
+	struct discovered_slurm slurm;
 	const char *v;
 
 	if ((v = getenv("SILVIC_RING_LAUNCH_FD")) != NULL && v[0] != '\0') {
@@ -92,6 +93,12 @@ discover_peers(const char **origin)
 	if ((v = getenv("MLX_HOSTFILE")) != NULL && v[0] != '\0') {
 		*origin = "MLX_HOSTFILE";
 		return v;
+	}
+	/* A Slurm job step needs nothing more: its nodes and their tasks
+	 * make the list. */
+	if (discover_slurm(&slurm)) {
+		*origin = slurm.nodelist_name;
+		return "slurm:";
 	}
 	*origin = NULL;
 	return NULL;
@@ -153,6 +160,71 @@ discover_launched(void)
 	const char *v = getenv("SILVIC_RING_LAUNCH_FD");
 
 	return v != NULL && v[0] != '\0';
+}
+
+const char *
+discover_launch_host(void)
+{
+	const char *v = getenv("SILVIC_RING_LAUNCH_HOST");
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int
+discover_ssh_connection(char *client, size_t client_size, char *server,
+    size_t server_size)
+{
+	const char *v = getenv("SSH_CONNECTION");
+	char a[256], b[256], c[256], d[256];
+
+	if (v == NULL || strlen(v) >= sizeof(a) ||
+	    sscanf(v, "%255s %255s %255s %255s", a, b, c, d) != 4)
+		return -1;
+	snprintf(client, client_size, "%s", a);
+	snprintf(server, server_size, "%s", c);
+	return 0;
+}
+
+/* A number from the environment, or -1 when unset or not one. */
+static int64_t
+env_number(const char *name)
+{
+	const char *v = getenv(name);
+	uint64_t n;
+
+	return v != NULL && cli_parse_uint(v, 0, INT32_MAX, &n) == 0 ?
+	    (int64_t)n : -1;
+}
+
+/* The first of two variables that is set, and its name. */
+static const char *
+env_either(const char *first, const char *second, const char **name)
+{
+	const char *v = getenv(first);
+
+	*name = first;
+	if (v != NULL && v[0] != '\0')
+		return v;
+	*name = second;
+	v = getenv(second);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int
+discover_slurm(struct discovered_slurm *s)
+{
+	const char *ports = getenv("SLURM_STEP_RESV_PORTS");
+
+	memset(s, 0, sizeof(*s));
+	s->nodelist = env_either("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+	    &s->nodelist_name);
+	s->tasks = env_either("SLURM_STEP_TASKS_PER_NODE",
+	    "SLURM_TASKS_PER_NODE", &s->tasks_name);
+	s->ports = ports != NULL && ports[0] != '\0' ? ports : NULL;
+	s->procid = env_number("SLURM_PROCID");
+	s->nodeid = env_number("SLURM_NODEID");
+	s->localid = env_number("SLURM_LOCALID");
+	return s->nodelist != NULL && s->procid >= 0;
 }
 
 int

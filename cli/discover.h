@@ -30,6 +30,24 @@ const char *discover_token(void);
 const char *discover_job(void);
 /* Whether `silvic-ring launch` started this process. */
 bool discover_launched(void);
+/* The address a rank an agent started on another host binds and
+ * advertises (SILVIC_RING_LAUNCH_HOST), or NULL. */
+const char *discover_launch_host(void);
+/* SSH_CONNECTION's two addresses: the client's (where ssh came from)
+ * and this host's; 0, or -1 when it is not set or not four words. */
+int discover_ssh_connection(char *client, size_t client_size, char *server,
+    size_t server_size);
+
+/* A Slurm job step's layout, from its environment (the step's variables
+ * first, the job's otherwise). */
+struct discovered_slurm {
+	const char *nodelist, *nodelist_name;	/* "node[1-4]", its variable */
+	const char *tasks, *tasks_name;		/* "2(x4)", its variable */
+	const char *ports;	/* SLURM_STEP_RESV_PORTS ("12000-12015"), or NULL */
+	int64_t procid, nodeid, localid;	/* -1 when unset */
+};
+/* 1 inside a job step (a node list and SLURM_PROCID set), else 0. */
+int discover_slurm(struct discovered_slurm *s);
 /* The first address of interface `name` (IPv4 preferred), or with name
  * NULL the first IPv4 address of an up, non-loopback interface. */
 int discover_interface(const char *name, char *ip, size_t size);

@@ -19,8 +19,6 @@
 #include "cli.h"
 #include "rendezvous.h"
 
-/* Lists and address files are small; a bigger file is not one of ours. */
-#define FILE_MAX (16u << 20)
 /* How often a waiting rank looks at a file or directory again. */
 #define POLL_MS 50
 /* How long a look at whether a rank's address takes connections may
@@ -32,64 +30,6 @@ interrupted(struct sr_error *err, const char *what)
 {
 	sr_error_set(err, SR_EINTERRUPTED, SR_PHASE_RENDEZVOUS, "interrupted "
 	    "while waiting for %s", what);
-}
-
-/*
- * Reads a whole small regular file (never a FIFO: see cli_open_regular;
- * with nofollow never through a symbolic link); NULL with errno set
- * (ENOENT when it does not exist) and why.
- */
-static char *
-read_file(const char *path, bool nofollow, struct stat *st, size_t *len,
-    char *why, size_t why_size)
-{
-	int fd = cli_open_regular(path, nofollow, st, why, why_size);
-	size_t cap = 4096, n = 0;
-	char *buf = NULL, *grown;
-	ssize_t got;
-
-	if (fd < 0)
-		return NULL;
-	for (;;) {
-		if (n + 1 >= cap || buf == NULL) {
-			if (buf != NULL)
-				cap *= 2;
-			if (cap > FILE_MAX + 1) {
-				free(buf);
-				close(fd);
-				snprintf(why, why_size, "larger than 16 MiB");
-				errno = EFBIG;
-				return NULL;
-			}
-			if ((grown = realloc(buf, cap)) == NULL) {
-				free(buf);
-				close(fd);
-				snprintf(why, why_size, "out of memory");
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = grown;
-		}
-		got = read(fd, buf + n, cap - n - 1);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			int saved = errno;
-
-			free(buf);
-			close(fd);
-			snprintf(why, why_size, "%s", strerror(saved));
-			errno = saved;
-			return NULL;
-		}
-		if (got == 0)
-			break;
-		n += (size_t)got;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
 }
 
 int
@@ -172,7 +112,7 @@ file_read_list(struct rendezvous *r, int64_t world, struct peer_list *list,
 
 	*have = 0;
 	*exists = false;
-	text = read_file(r->source, false, NULL, &len, why, sizeof(why));
+	text = cli_read_file(r->source, false, NULL, &len, why, sizeof(why));
 	if (text == NULL) {
 		if (errno == ENOENT)
 			return 0;
@@ -281,31 +221,31 @@ file_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 	return -1;
 }
 
-static int
-no_publish(struct rendezvous *r, const char *address, int64_t *rank,
+int
+rendezvous_no_publish(struct rendezvous *r, const char *address, int64_t *rank,
     int64_t world, struct sr_error *err)
 {
 	return 0;
 }
 
-static int
-no_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
+int
+rendezvous_no_done(struct rendezvous *r, struct sr_ring *ring, struct sr_error *err)
 {
 	return 0;
 }
 
-static void
-no_close(struct rendezvous *r)
+void
+rendezvous_no_close(struct rendezvous *r)
 {
 }
 
 const struct rendezvous_backend rendezvous_file = {
 	.name = "file",
 	.preload = file_preload,
-	.publish = no_publish,
+	.publish = rendezvous_no_publish,
 	.wait = file_wait,
-	.done = no_done,
-	.close = no_close
+	.done = rendezvous_no_done,
+	.close = rendezvous_no_close
 };
 
 /* ------------------------------------------------------------------ env */
@@ -340,10 +280,10 @@ env_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 const struct rendezvous_backend rendezvous_env = {
 	.name = "env",
 	.preload = env_preload,
-	.publish = no_publish,
+	.publish = rendezvous_no_publish,
 	.wait = env_wait,
-	.done = no_done,
-	.close = no_close
+	.done = rendezvous_no_done,
+	.close = rendezvous_no_close
 };
 
 /* ------------------------------------------------------------------ dir */
@@ -436,7 +376,7 @@ dir_read_rank(struct rendezvous *r, int64_t i, char **slot,
 
 	dir_path(r, i, path, sizeof(path));
 	/* Never through a link: another user could point it anywhere. */
-	if ((text = read_file(path, true, &st, &len, why, sizeof(why))) ==
+	if ((text = cli_read_file(path, true, &st, &len, why, sizeof(why))) ==
 	    NULL) {
 		if (errno == ENOENT)
 			return 0;
@@ -758,7 +698,10 @@ static int
 launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
     struct peer_list *list, struct sr_error *err)
 {
-	static char buf[1 << 20];
+	/* The longest list: LIST_MAX_RANKS addresses of SR_ADDR_MAX - 1
+	 * bytes and their newlines, the empty line.  In BSS, untouched
+	 * pages cost nothing. */
+	static char buf[(size_t)SR_ADDR_MAX * LIST_MAX_RANKS + 2];
 	size_t n = 0;
 	char why[400];
 
@@ -789,7 +732,11 @@ launch_wait(struct rendezvous *r, int64_t world, int64_t deadline,
 		got = read(pfd.fd, buf + n, sizeof(buf) - 1 - n);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
-		if (got <= 0 || n + (size_t)got >= sizeof(buf) - 1)
+		if (got > 0 && n + (size_t)got >= sizeof(buf) - 1)
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_RENDEZVOUS,
+			    "the launcher's address list is longer than %zu "
+			    "bytes", sizeof(buf) - 2);
+		if (got <= 0)
 			return sr_error_set(err, SR_ETIMEOUT,
 			    SR_PHASE_RENDEZVOUS, "the launcher closed before "
 			    "sending the address list (another rank failed?)");
@@ -824,7 +771,7 @@ const struct rendezvous_backend rendezvous_launch = {
 	.preload = launch_preload,
 	.publish = launch_publish,
 	.wait = launch_wait,
-	.done = no_done,
+	.done = rendezvous_no_done,
 	.close = launch_close
 };
 
@@ -845,6 +792,8 @@ rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
 		{ "http://", &rendezvous_http, true },
 		{ "https://", &rendezvous_http, true },
 		{ "file:", &rendezvous_file, false },
+		{ "dns:", &rendezvous_dns, false },
+		{ "slurm:", &rendezvous_slurm, true },
 	};
 	const char *rest = source;
 
@@ -859,7 +808,8 @@ rendezvous_open(struct rendezvous *r, const char *source, const char *origin,
 			    source + strlen(kinds[i].prefix);
 			break;
 		}
-	if (rest[0] == '\0')
+	/* dns: says itself what it lacks. */
+	if (rest[0] == '\0' && r->backend != &rendezvous_dns)
 		return sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "%s '%s' names no %s", origin, source,
 		    r->backend == &rendezvous_env ? "variable" : "path");

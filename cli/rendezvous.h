@@ -103,13 +103,16 @@ struct rendezvous {
 	const char *bearer;	/* HTTP bearer token, or NULL */
 	const char *world_source;	/* who said the world size, or NULL */
 	bool dry_run;		/* look once; publish nothing */
+	int64_t rank;		/* this rank, when known before the list */
+	int64_t deadline_ns;	/* of the rendezvous (sr_clock_ns) */
 	bool keyed;		/* a key is configured: refuse unsafe dirs */
 	void *state;
 };
 
 /*
  * Chooses the backend for a SOURCE ("FILE", "env:VAR", "dir:PATH",
- * "launch:FD", "http://...").  0, or -1 with err (SR_ECONFIG).
+ * "launch:FD", "http://...", "dns:PATTERN", "slurm:[PORT]").  0, or -1
+ * with err (SR_ECONFIG).
  */
 int rendezvous_open(struct rendezvous *r, const char *source,
     const char *origin, struct sr_error *err);
@@ -120,6 +123,15 @@ extern const struct rendezvous_backend rendezvous_env;
 extern const struct rendezvous_backend rendezvous_dir;
 extern const struct rendezvous_backend rendezvous_launch;
 extern const struct rendezvous_backend rendezvous_http;
+extern const struct rendezvous_backend rendezvous_dns;
+extern const struct rendezvous_backend rendezvous_slurm;
+
+/* For a backend with nothing to publish, tidy or close. */
+int rendezvous_no_publish(struct rendezvous *r, const char *address,
+    int64_t *rank, int64_t world, struct sr_error *err);
+int rendezvous_no_done(struct rendezvous *r, struct sr_ring *ring,
+    struct sr_error *err);
+void rendezvous_no_close(struct rendezvous *r);
 
 /* Writes text to path atomically (a temporary file, then rename). */
 int write_atomically(const char *path, const char *text, char *why,

@@ -327,6 +327,10 @@ bind_ephemeral(struct setup *s)
 	const char *host = s->opts->host;
 	char adv[256];
 
+	/* Under launch: loopback, or on another host (launch --hosts) the
+	 * address the launcher reached that host at. */
+	if (host == NULL)
+		host = discover_launch_host();
 	if (host == NULL)
 		host = discover_launched() ? "127.0.0.1" : "0.0.0.0";
 	if (advertised(s, host, adv, sizeof(adv)) != 0)
@@ -795,6 +799,8 @@ obtain_list(struct setup *s)
 	s->rdv.timeout = s->opts->timeout;
 	s->rdv.world_source = s->world >= 0 ? s->world_source : NULL;
 	s->rdv.dry_run = s->opts->dry_run;
+	s->rdv.rank = s->rank;
+	s->rdv.deadline_ns = s->deadline;
 	s->rdv.keyed = s->key_len > 0;
 	if (s->bearer[0] != '\0')
 		s->rdv.bearer = s->bearer;

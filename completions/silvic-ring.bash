@@ -39,7 +39,9 @@ _silvic_ring() {
 		word=${COMP_WORDS[i]}
 		case $word in
 		launch) cmd=launch ;;
-		-n | --ranks | --grace)
+		-n | --ranks | --grace | -H | --hosts | --hostfile | --ssh | \
+			--remote-path | --fanout | --connect-timeout | --keepalive | \
+			--launcher-address)
 			[ "$cmd" = launch ] && i=$((i + 1)) ;;
 		--) ;;
 		-*) ;;
@@ -62,11 +64,17 @@ _silvic_ring() {
 		mapfile -t COMPREPLY < <(compgen -W "run launch bench serve" -- "$cur")
 		return ;;
 	launch)
-		if [[ $cur != -* ]] && [ "$prev" != -n ] && [ "$prev" != --ranks ] &&
-			[ "$prev" != --grace ]; then
-			mapfile -t COMPREPLY < <(compgen -W "run bench serve" -- "$cur")
-			return
-		fi ;;
+		# After an option of launch's own that takes a value, the value.
+		case $prev in
+		-n | --ranks | --grace | -H | --hosts | --hostfile | --ssh | \
+			--remote-path | --fanout | --connect-timeout | --keepalive | \
+			--launcher-address) ;;
+		*)
+			if [[ $cur != -* ]]; then
+				mapfile -t COMPREPLY < <(compgen -W "run bench serve" -- "$cur")
+				return
+			fi ;;
+		esac ;;
 	"") cmd=run top=--version ;;
 	esac
 

@@ -31,25 +31,59 @@ setup() {
 	chmod +x "$W/bin/srun"
 }
 
-# A stand-in for Slurm's srun: starts `-n N` (else SLURM_NTASKS) copies of
-# the command here, each with Slurm's per-task variables, a new step id
-# per call as Slurm gives each job step; then prints the tasks' output in
-# rank order and exits with the first failure's status.
+# A stand-in for Slurm's srun: starts `-n N` (else -N NODES times
+# --ntasks-per-node, else SLURM_NTASKS) copies of the command here, each
+# with Slurm's per-task variables, a new step id per call as Slurm gives
+# each job step; then prints the tasks' output in rank order and exits
+# with the first failure's status.  With -N it makes up the allocation's
+# node list (sn1, sn2, ...: names the test's private /etc/hosts serves);
+# with a node list each task gets its node and local id by block
+# distribution, Slurm's default.
 write_srun() {
 	cat <<'EOF'
 #!/bin/bash
 set -u
-n=${SLURM_NTASKS:-1}
-if [ "${1:-}" = "-n" ]; then n=$2; shift 2; fi
+n=${SLURM_NTASKS:-1} nodes= per=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) n=$2; shift 2 ;;
+	-N) nodes=$2; shift 2 ;;
+	--ntasks-per-node) per=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+if [ -n "$nodes" ]; then
+	n=$((nodes * per))
+	export SLURM_JOB_NODELIST="sn[1-$nodes]" SLURM_TASKS_PER_NODE="$per(x$nodes)"
+fi
+# the tasks of each node, from SLURM_TASKS_PER_NODE ("2(x3),1")
+counts=()
+if [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+	IFS=, read -r -a items <<<"${SLURM_TASKS_PER_NODE:-}"
+	for it in "${items[@]}"; do
+		if [[ $it =~ ^([0-9]+)\(x([0-9]+)\)$ ]]; then
+			for ((k = 0; k < BASH_REMATCH[2]; k++)); do counts+=("${BASH_REMATCH[1]}"); done
+		else
+			counts+=("$it")
+		fi
+	done
+fi
 state=${SRUN_STATE:?}
 step=$(cat "$state/step" 2>/dev/null || echo 0)
 echo $((step + 1)) >"$state/step"
 export SLURM_JOB_ID=${SLURM_JOB_ID:-4242} SLURM_NTASKS=$n SLURM_STEP_ID=$step
 pids=()
+node=0 local=0
 for ((i = 0; i < n; i++)); do
-	SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NODEID=0 "$@" \
+	if [ ${#counts[@]} -gt 0 ]; then
+		while [ "$local" -ge "${counts[$node]}" ]; do node=$((node + 1)) local=0; done
+	else
+		local=$i
+	fi
+	SLURM_PROCID=$i SLURM_LOCALID=$local SLURM_NODEID=$node "$@" \
 		>"$state/step$step.rank$i.out" 2>"$state/step$step.rank$i.err" </dev/null 3>&- &
 	pids+=($!)
+	local=$((local + 1))
 done
 status=0
 for ((i = 0; i < n; i++)); do
@@ -63,20 +97,13 @@ exit "$status"
 EOF
 }
 
-# readme_cmds TEXT: the command lines of the README's set-up and "Using
-# it" sections that contain TEXT (all of them for ''), trailing comments
-# dropped, one a line.
-readme_cmds() {
-	python3 - "$TOP/README.md" "$1" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-part = text[text.index("\n## Set-up"):text.index("\n## Examples")]
-for block in re.findall(r"```sh\n(.*?)```", part, re.S):
-    for line in block.splitlines():
-        line = re.sub(r"\s{2,}#\s.*$", "", line).rstrip()
-        if line and not line.startswith("#") and sys.argv[2] in line:
-            print(line)
-PY
+# sn_hosts N: $T/hosts naming sn1..snN at 127.0.0.1..N, for in_private_net.
+sn_hosts() {
+	local i
+	: >"$T/hosts"
+	for ((i = 1; i <= $1; i++)); do
+		echo "127.0.0.$i sn$i" >>"$T/hosts"
+	done
 }
 
 # in_w CMD: runs the shell command line CMD in $W as a user would, with
@@ -127,42 +154,51 @@ show() {
 
 # ------------------------------------------------ examples/
 
-@test "examples/slurm.sbatch: the smoke test, then the link test, with Slurm's environment" {
+@test "examples/slurm.sbatch: the smoke test, then the link test, the list from Slurm's environment alone" {
 	local st=0 r
-	(cd "$W" && PATH="$W/bin:$PATH" SRUN_STATE="$T" SLURM_JOB_ID=777 SLURM_NTASKS=3 \
-		SILVIC_RING="$SR" RING_DIR="$T/home/.silvic-ring" LINK_BYTES=256K \
-		LINK_THRESHOLD=0.001 timeout 150 bash "$EX/slurm.sbatch" --host 127.0.0.1 \
+	# The allocation sbatch would make: three nodes, a task on each.
+	sn_hosts 3
+	(cd "$W" && export PATH="$W/bin:$PATH" SRUN_STATE="$T" SLURM_JOB_ID=777 SLURM_NTASKS=3 \
+		SLURM_JOB_NODELIST='sn[1-3]' SLURM_TASKS_PER_NODE='1(x3)' \
+		SILVIC_RING="$SR" LINK_BYTES=256K LINK_THRESHOLD=0.001 &&
+		in_private_net "$T/hosts" timeout 150 bash "$EX/slurm.sbatch" \
 		--timeout 60 -v >"$T/slurm.out" 2>"$T/slurm.err" </dev/null 3>&-) || st=$?
 	# LINK_THRESHOLD: loopback links on a busy machine differ by noise alone
 	[ "$st" -eq 0 ] || { show "$T/slurm.out" "$T/slurm.err"; false; }
-	# the rendezvous directory was made, private
-	[ "$(stat -c %a "$T/home/.silvic-ring")" = 700 ]
-	# step 0: every rank passed every expect, ranks from SLURM_PROCID
+	# step 0: every rank passed every expect, ranks from SLURM_PROCID, the
+	# list from the node list, each rank on its node's address
 	for r in 0 1 2; do
 		[ "$(grep -c '^line [0-9]*: expect = ok$' "$T/step0.rank$r.out")" -eq 4 ] || { show "$T/step0.rank$r.out"; false; }
 		grep -q "rank $r: rank $r of 3 (Slurm (SLURM_PROCID); world from SLURM_NTASKS)" "$T/step0.rank$r.err" || { show "$T/step0.rank$r.err"; false; }
+		grep -q "slurm: 3 node(s) from SLURM_JOB_NODELIST, tasks from SLURM_TASKS_PER_NODE, ports from 47000: 3 addresses" "$T/step0.rank$r.err"
+		grep -q "listening on 127\.0\.0\.$((r + 1)):47000" "$T/step0.rank$r.err"
 	done
-	# step 1: the link table from rank 0 only, one row per link
-	[ "$(grep -Ec '^ +[0-2] 127\.0\.0\.1:[0-9]+ +[0-2] 127\.0\.0\.1:[0-9]+ +262144 ' "$T/step1.rank0.out")" -eq 3 ] || { show "$T/step1.rank0.out"; false; }
+	# step 1: the link table from rank 0 only, one row per link, by name
+	for r in 0 1 2; do
+		grep -Eq "^ +$r sn$((r + 1)):47000 +$(((r + 1) % 3)) sn$(((r + 1) % 3 + 1)):47000 +262144 " "$T/step1.rank0.out" || { show "$T/step1.rank0.out"; false; }
+	done
 	grep -q '^# slowest link: rank' "$T/step1.rank0.out"
 	[ ! -s "$T/step1.rank1.out" ] && [ ! -s "$T/step1.rank2.out" ]
-	# each step was its own rendezvous, and cleaned up after itself
-	[ -z "$(ls -A "$T/home/.silvic-ring")" ] || { ls -la "$T/home/.silvic-ring" >&2; false; }
+	# nothing shared: no directory was made
+	[ -z "$(ls -A "$T/home")" ]
 }
 
-# k8s_facts: checks the manifest (parsed by Debian's python3-yaml, which
-# scripts/install-deps installs) and writes the ConfigMap's files into $T/config;
-# prints the completions, the mount path and the command (tab-separated).
+# k8s_facts: checks the manifests (parsed by Debian's python3-yaml, which
+# scripts/install-deps installs) and writes the ConfigMap's files into
+# $T/config; prints the completions, the mount path, the pods' names
+# (JOB-N.SERVICE, one a line) and the command (tab-separated).
 k8s_facts() {
-	/usr/bin/python3 - "$EX/kubernetes.yaml" "$T/config" <<'PY'
-import json, os, re, sys
+	/usr/bin/python3 - "$EX/kubernetes" "$T/config" <<'PY'
+import glob, os, re, sys
 import yaml
-path, config = sys.argv[1], sys.argv[2]
-text = open(path).read()
-docs = [d for d in yaml.safe_load_all(text) if d]
+where, config = sys.argv[1], sys.argv[2]
+docs = []
+for path in sorted(glob.glob(os.path.join(where, "*.yaml"))):
+    docs += [d for d in yaml.safe_load_all(open(path)) if d]
 kinds = {d["kind"]: d for d in docs}
 svc, cm, job = kinds["Service"], kinds["ConfigMap"], kinds["Job"]
 assert svc["spec"]["clusterIP"] == "None", "the Service is not headless"
+assert svc["spec"]["publishNotReadyAddresses"] is True, svc["spec"]
 spec = job["spec"]
 assert spec["completionMode"] == "Indexed", spec
 assert spec["parallelism"] == spec["completions"], spec
@@ -171,57 +207,65 @@ assert pod["subdomain"] == svc["metadata"]["name"], pod
 assert svc["spec"]["selector"] == {"job-name": job["metadata"]["name"]}
 c = pod["containers"][0]
 command = c["command"]
-env = {e["name"]: e["value"] for e in c.get("env", [])}
 mount = c["volumeMounts"][0]["mountPath"]
 assert pod["volumes"][0]["configMap"]["name"] == cm["metadata"]["name"]
-data = cm["data"]
 completions, job_name = spec["completions"], job["metadata"]["name"]
 svc_name, port = svc["metadata"]["name"], svc["spec"]["ports"][0]["port"]
+# the fixed port: the Service's, the container's, the pattern's
 assert c["ports"][0]["containerPort"] == port
-# the static list names each pod under the Service, in index order
-peers = data["peers"].split()
-assert peers == ["%s-%d.%s:%d" % (job_name, i, svc_name, port)
-                 for i in range(completions)], peers
+assert svc["spec"]["ports"][0]["targetPort"] == port
+# the pattern names each pod under the Service: JOB-{rank}.SERVICE:PORT
+peers = command[command.index("--peers") + 1]
+assert peers == "dns:%s-{rank}.%s:%d" % (job_name, svc_name, port), peers
 # the world the command gives is the number of pods
 assert command[command.index("--world") + 1] == str(completions), command
-assert env["SILVIC_RING_PEERS"] == mount + "/peers", env
-# the ConfigMap's files, where the pod would see them
 os.makedirs(config, exist_ok=True)
-for name, body in data.items():
+for name, body in cm["data"].items():
     open(os.path.join(config, name), "w").write(body)
 print(completions)
 print(mount)
+print(" ".join("%s-%d.%s" % (job_name, i, svc_name) for i in range(completions)))
 print("\t".join(command))
 PY
 }
 
-@test "examples/kubernetes.yaml: parsed, and its command run as local pods with JOB_COMPLETION_INDEX" {
-	local facts n mount cmd=() i pids=()
+@test "examples/kubernetes/: parsed, and its command run as local pods with JOB_COMPLETION_INDEX, found by name" {
+	local facts n mount names cmd=() i
 	facts=$(k8s_facts) || { echo "$facts" >&2; false; }
 	n=$(sed -n 1p <<<"$facts")
 	mount=$(sed -n 2p <<<"$facts")
-	IFS=$'\t' read -r -a cmd <<<"$(sed -n 3p <<<"$facts")"
+	read -r -a names <<<"$(sed -n 3p <<<"$facts")"
+	IFS=$'\t' read -r -a cmd <<<"$(sed -n 4p <<<"$facts")"
 	[ "$n" -eq 4 ] && [ "${cmd[0]}" = silvic-ring ]
-	# The pods' names resolve only inside the cluster: here the ranks meet
-	# in a directory instead, on loopback; the rank still comes from
-	# JOB_COMPLETION_INDEX and the script from the ConfigMap.
-	install -d -m 0700 "$T/ring"
+	# The pods' names as the headless Service's DNS would give them, in a
+	# private /etc/hosts; each pod binds the fixed port on its own address.
+	# The pods start one by one, each name appearing as its pod does, as
+	# when the scheduler places them; the others come once the first has
+	# said it waits for them.
+	: >"$T/hosts"
+	{
+		for ((i = 0; i < n; i++)); do
+			printf 'echo "127.0.0.%d %s" >>%q\n' $((i + 1)) "${names[$i]}" "$T/hosts"
+			printf '(cd %q && PATH=%q env -u SILVIC_RING_RANK -u SILVIC_RING_WORLD JOB_COMPLETION_INDEX=%d timeout 90' \
+				"$W" "$W/bin:$PATH" "$i"
+			printf ' %q' "${cmd[@]//$mount/$T/config}" -v --progress-interval 0.5
+			printf ' >%q 2>%q </dev/null; echo $? >%q) &\n' "$T/pod$i.out" "$T/pod$i.err" "$T/pod$i.status"
+			[ "$i" -eq 0 ] && printf 'for ((j = 0; j < 1200; j++)); do grep -q "names resolve; missing" %q 2>/dev/null && break; sleep 0.05; done\n' "$T/pod0.err"
+		done
+		echo wait
+	} >"$T/pods.sh"
+	run in_private_net "$T/hosts" timeout 120 bash "$T/pods.sh"
+	[ "$status" -eq 0 ] || { show "$T"/pod*.err; false; }
 	for ((i = 0; i < n; i++)); do
-		(cd "$W" && PATH="$W/bin:$PATH" exec env -u SILVIC_RING_RANK -u SILVIC_RING_WORLD \
-			JOB_COMPLETION_INDEX=$i SILVIC_RING_PEERS="dir:$T/ring" SILVIC_RING_JOB=k8s \
-			timeout 90 "${cmd[@]//$mount/$T/config}" --host 127.0.0.1 -v \
-			>"$T/pod$i.out" 2>"$T/pod$i.err" </dev/null 3>&-) &
-		pids+=($!)
-		BG_PIDS+=($!)
-	done
-	for ((i = 0; i < n; i++)); do
-		wait "${pids[$i]}" || { show "$T"/pod*.err; false; }
-	done
-	for ((i = 0; i < n; i++)); do
+		[ "$(cat "$T/pod$i.status")" -eq 0 ] || { show "$T/pod$i.err"; false; }
 		grep -q "rank $i of 4 (a Kubernetes Indexed Job (JOB_COMPLETION_INDEX); world from --world)" "$T/pod$i.err" || { show "$T/pod$i.err"; false; }
 		[ "$(grep -c '^line [0-9]*: expect = ok$' "$T/pod$i.out")" -eq 2 ] || { show "$T/pod$i.out"; false; }
 		grep -q '^line 4: allgather = \["0", "1", "2", "3"\]' "$T/pod$i.out"
+		grep -q "listening on 127\.0\.0\.$((i + 1)):47000" "$T/pod$i.err"
 	done
+	# The first pod waited for the others' names, and said which.
+	grep -q "waiting for dns:silvic-ring-{rank}.silvic-ring:47000: 1 of 4 names resolve; missing silvic-ring-1.silvic-ring (Name or service not known), silvic-ring-2.silvic-ring, silvic-ring-3.silvic-ring; " "$T/pod0.err" ||
+		{ show "$T/pod0.err"; false; }
 }
 
 @test "examples/ci-gate.sh: passes, fails below the threshold, refuses a gate that checks nothing" {
@@ -277,9 +321,10 @@ PY
 @test "the README's command lines are each run by a test here" {
 	local line missing=()
 	# Each pattern is a command a test below runs.
+	# (ssh.bats runs the launch --hosts and --hostfile lines.)
 	local patterns=("make demo" "make check" "launch -n 4 run"
 		"--print-address --peers ring.txt" "> ring.txt.new && mv ring.txt.new ring.txt"
-		"install -d -m 0700 ~/.ring" "srun -n 8 " "install -d -m 0700 /tmp/ring"
+		"launch --hosts " "launch --hostfile " "srun -N 4 " "install -d -m 0700 /tmp/ring"
 		"mpirun -np 4 " "bench allreduce -b 8 -e 64M --json" "bench links"
 		"bench --peers hosts.txt" "serve --listen" "--peers http://"
 		"launch -n 4 bench connect" "bench pairs --peers hosts.txt")
@@ -291,7 +336,7 @@ PY
 		[ -n "$hit" ] || missing+=("$line")
 	done < <(readme_cmds '')
 	[ ${#missing[@]} -eq 0 ] || { printf 'README command no test runs: %s\n' "${missing[@]}" >&2; false; }
-	[ "$(readme_cmds '' | wc -l)" -eq 18 ]
+	[ "$(readme_cmds '' | wc -l)" -eq 19 ]
 }
 
 @test "README set-up: make demo runs a ring and every expect passes" {
@@ -346,19 +391,20 @@ PY
 	[ "$(grep -c '^line [0-9]*: expect = ok$' "$T/shell2.out")" -eq 4 ]
 }
 
-@test "README Using it: Slurm, after making the dir: directory as shown" {
+@test "README Using it: Slurm, with nothing shared" {
 	local cmd r
-	cmd=$(readme_cmds 'install -d -m 0700 ~/.ring')
-	run in_w "$cmd"
-	[ "$status" -eq 0 ]
-	[ "$(stat -c %a "$T/home/.ring")" = 700 ]
-	cmd=$(readme_cmds 'srun -n 8 ')
-	# srun is the stand-in; --host keeps the eight ranks on loopback
-	run in_w "$cmd --host 127.0.0.1"
+	cmd=$(readme_cmds 'srun -N 4 ')
+	# srun is the stand-in, making up the allocation's four nodes (sn1-4),
+	# which the private /etc/hosts names; eight ranks, two a node (-v to
+	# see where each listens).
+	sn_hosts 4
+	run in_private_net "$T/hosts" bash -c "$(declare -f in_w); W='$W' T='$T'; in_w \"\$1\"" _ "$cmd -v"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	for r in 0 1 2 3 4 5 6 7; do
 		[ "$(grep -c '^line [0-9]*: expect = ok$' "$T/step0.rank$r.out")" -eq 4 ] || { show "$T/step0.rank$r.out" "$T/step0.rank$r.err"; false; }
 	done
+	grep -q "slurm: 4 node(s) from SLURM_JOB_NODELIST, tasks from SLURM_TASKS_PER_NODE, ports from 47000: 8 addresses" "$T/step0.rank7.err"
+	grep -q "listening on 127\.0\.0\.4:47001" "$T/step0.rank7.err"
 }
 
 @test "README Using it: Open MPI on one host, after making the dir: directory as shown" {
@@ -386,7 +432,7 @@ PY
 	run in_w "$cmd -e 64K -n 2 -w 1 2>/dev/null"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	grep -q '"type":"summary".*"check":"passed"' <<<"$output"
-	cmd=$(readme_cmds 'bench links')
+	cmd=$(readme_cmds 'launch -n 4 bench links')
 	run in_w "$cmd -e 256K 2>/dev/null"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	[ "$(grep -Ec '^(\[0\] )? +[0-3] 127\.0\.0\.1:[0-9]+ +[0-3] ' <<<"$output")" -eq 4 ] || { echo "$output" >&2; false; }

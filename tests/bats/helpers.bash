@@ -27,6 +27,25 @@ wait_line() {
 	return 1
 }
 
+# wait_pidfile FILE: the pid a process wrote to FILE (bash -c 'echo $$
+# >FILE && exec ...': its own pid, whatever runs it), once it has, within
+# 10s.
+wait_pidfile() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$1" ] && { cat "$1"; return 0; }
+		sleep 0.05
+	done
+	echo "no pid in $1 after 10s" >&2
+	return 1
+}
+
+# need_private_net: the binary and unshare(1), for in_private_net.
+need_private_net() {
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	command -v unshare >/dev/null || { echo "unshare is not installed (Debian: util-linux)" >&2; return 1; }
+}
+
 # wait_exit PID [SECONDS]: waits for a background pid; sets WAIT_STATUS.
 wait_exit() {
 	local pid=$1 limit=${2:-30} i
@@ -131,4 +150,37 @@ kill_bg() {
 
 teardown() {
 	kill_bg
+}
+
+# in_private_net HOSTS CMD...: runs CMD in a network namespace of its
+# own (loopback alone, up) and a mount namespace where /etc/hosts is the
+# file HOSTS and names resolve from it alone (nsswitch "hosts: files"):
+# fixed ports and names of the test's own, and nothing that reaches past
+# this machine.  HOSTS is bind-mounted, so lines appended to it later
+# (in place: never write it by rename) are seen at once.
+in_private_net() {
+	local hosts=$1 nss
+	shift
+	nss=$(mktemp "$BATS_TEST_TMPDIR/.nsswitch.XXXXXX") || return 1
+	printf 'hosts: files\n' >"$nss"
+	unshare --mount --net --propagation private bash -c \
+		'ip link set lo up && mount --bind "$0" /etc/hosts &&
+		mount --bind "$1" /etc/nsswitch.conf && shift && exec "$@"' \
+		"$hosts" "$nss" "$@"
+}
+
+# readme_cmds TEXT: the command lines of the README's set-up and "Using
+# it" sections that contain TEXT (all of them for ''), trailing comments
+# dropped, one a line.
+readme_cmds() {
+	python3 - "$BATS_TEST_DIRNAME/../../README.md" "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+part = text[text.index("\n## Set-up"):text.index("\n## Examples")]
+for block in re.findall(r"```sh\n(.*?)```", part, re.S):
+    for line in block.splitlines():
+        line = re.sub(r"\s{2,}#\s.*$", "", line).rstrip()
+        if line and not line.startswith("#") and sys.argv[2] in line:
+            print(line)
+PY
 }

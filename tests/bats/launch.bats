@@ -22,17 +22,13 @@ setup() {
 # background job and LAUNCHER to the launcher's own pid (written by the
 # shell that becomes it, as bash may put a subshell between $! and it).
 start_launcher() {
-	local pidfile=$BATS_TEST_TMPDIR/launcher.pid i
+	local pidfile=$BATS_TEST_TMPDIR/launcher.pid
 	timeout 60 bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "$SR" launch "$@" \
 		</dev/null >"$BATS_TEST_TMPDIR/launcher.out" \
 		2>"$BATS_TEST_TMPDIR/launcher.err" 3>&- &
 	BG=$!
 	BG_PIDS+=("$BG")
-	for ((i = 0; i < 200; i++)); do
-		[ -s "$pidfile" ] && break
-		sleep 0.05
-	done
-	LAUNCHER=$(cat "$pidfile")
+	LAUNCHER=$(wait_pidfile "$pidfile")
 	BG_PIDS+=("$LAUNCHER")
 }
 
