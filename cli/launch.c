@@ -74,7 +74,8 @@ const char usage_launch[] =
 "                           back (default: the address their ssh came\n"
 "                           from, on a port the launcher picks)\n"
 "  -l, --tag-output         prefix every human-readable line with its rank\n"
-"                           (the default)\n"
+"                           (the default with -n; across hosts only when\n"
+"                           asked)\n"
 "      --no-tag-output      forward the ranks' lines as they are\n"
 "      --grace SECONDS      how long the other ranks have to fail on their\n"
 "                           own once one failed (default 3)\n"
@@ -90,6 +91,7 @@ struct options {
 	struct launch_remote remote;
 	const char *ranks;	/* -n as given */
 	const char *remote_only;	/* an option only --hosts uses, given */
+	bool tag_set;		/* -l or --no-tag-output given */
 };
 
 static bool
@@ -123,6 +125,7 @@ option(struct options *o, int c, const char *arg)
 	case 'l':
 	case OPT_NO_TAG:
 		o->job.tag = c == 'l';
+		o->tag_set = true;
 		return 0;
 	case OPT_GRACE:
 		return cli_parse_seconds(arg, &o->job.grace) == 0 ? 0 :
@@ -434,7 +437,12 @@ cmd_launch(int argc, char **argv)
 	o.remote.fanout = FANOUT;
 	o.remote.connect_timeout = CONNECT_TIMEOUT;
 	o.remote.keepalive = KEEPALIVE;
-	if ((rc = parse(&o, argc, argv)) == 0 && (!remote(&o) ||
+	rc = parse(&o, argc, argv);
+	/* Ranks on this machine print the same lines, which tags tell
+	 * apart; across hosts lines are tagged only when asked. */
+	if (!o.tag_set)
+		o.job.tag = !remote(&o);
+	if (rc == 0 && (!remote(&o) ||
 	    (rc = launch_hosts_plan(&o.remote, &o.job.world)) == 0) &&
 	    (rc = preflight(&o)) == 0 && (rc = launch_signals_init()) == 0) {
 		command_inspect(&o.job);
