@@ -29,6 +29,8 @@ wire_out_add(struct wire_out *q, const void *data, size_t n)
 	char *grown;
 	size_t cap;
 
+	if (n == 0)
+		return 0;	/* nothing to copy, and maybe no buffer yet */
 	if (q->off > 0 && q->off == q->len)
 		q->off = q->len = 0;
 	if (q->len + n > q->cap) {

@@ -215,7 +215,9 @@ orders_text(const struct launch_orders *o, size_t *len)
 	CHECK(wire_out_add(&q, o->input, o->input_len) == 0);
 	CHECK(wire_out_add(&q, launch_orders_trailer,
 	    strlen(launch_orders_trailer)) == 0);
-	*len = q.len;
+	/* NUL-terminated, for the tests' strstr; not counted. */
+	CHECK(wire_out_add(&q, "", 1) == 0);
+	*len = q.len - 1;
 	return q.buf;
 }
 
