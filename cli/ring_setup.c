@@ -58,6 +58,9 @@ const char cli_ring_help[] =
 "      --mesh               connect every pair of ranks, not only ring\n"
 "                           neighbours (every rank must agree; groups and\n"
 "                           pair tests need it)\n"
+"      --streams K          open K TCP connections per link (1-8, default 1;\n"
+"                           every rank must agree): a link's data goes on\n"
+"                           whichever connection can take it first\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -79,6 +82,7 @@ cli_ring_init(struct cli_ring *opts)
 	opts->timeout = DEFAULT_TIMEOUT;
 	opts->congestion = "auto";
 	opts->progress = DEFAULT_PROGRESS;
+	opts->streams = 1;
 }
 
 int
@@ -154,6 +158,15 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_MESH:
 		opts->mesh = true;
+		return 1;
+	case OPT_STREAMS:
+		if (cli_parse_uint(arg, 1, SR_RING_STREAMS_MAX, &v) != 0) {
+			cli_usage_error("--streams '%s' is not a number of "
+			    "connections per link (1-%d)", arg,
+			    SR_RING_STREAMS_MAX);
+			return -1;
+		}
+		opts->streams = (uint32_t)v;
 		return 1;
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
@@ -853,6 +866,7 @@ form(struct setup *s, struct sr_ring **ring)
 	options.progress_ms = cli_progress_ms;
 	options.integrity = s->opts->integrity;
 	options.mesh = s->opts->mesh;
+	options.streams = s->opts->streams;
 	if (s->opts->probe > 0 && s->opts->probe_report != NULL) {
 		options.probe_ms = (int64_t)(s->opts->probe * 1000);
 		if (options.probe_ms < 1)

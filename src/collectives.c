@@ -594,8 +594,9 @@ exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 		if (bye.collectives != ring->seq || bye.world != ring->world ||
 		    bye.rank != ring->links[link[s]].rank)
 			return bad_goodbye(ring, link[s], &bye, err);
-		/* From now on its EOF is a clean end. */
-		sr_link_goodbye(&ring->links[link[s]]);
+		/* From now on its EOF is a clean end, on every stream. */
+		for (uint32_t k = 0; k < ring->streams; k++)
+			sr_link_goodbye(sr_ring_stream(ring, link[s], k));
 	}
 	return 0;
 }
@@ -614,7 +615,9 @@ drain_to_eof(struct sr_ring *ring, struct sr_error *err)
 	struct sr_transfer x;
 
 	for (int i = 0; i < ring->nall_links; i++)
-		sr_link_shutdown(&ring->links[ring->all_links[i]]);
+		for (uint32_t k = 0; k < ring->streams; k++)
+			sr_link_shutdown(sr_ring_stream(ring,
+			    ring->all_links[i], k));
 	if (sr_ring_plan(ring, 1, &x) != 0)
 		return 0;
 	x.links = ring->all_links;

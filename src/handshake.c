@@ -105,7 +105,9 @@ connector_start(struct formation *f, struct connector *c)
 		(f->keyed ? SR_HELLO_AUTH : 0) |
 		    (f->options->integrity ? SR_HELLO_CRC : 0) |
 		    (f->mesh ? SR_HELLO_MESH : 0) |
-		    (f->probe ? SR_HELLO_PROBE : 0) };
+		    (f->probe ? SR_HELLO_PROBE : 0) |
+		    (f->streams > 1 ? SR_HELLO_STREAMS(f->streams, c->stream) :
+		    0) };
 
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -180,6 +182,18 @@ connector_verdict(struct formation *f, struct connector *c,
 		char sent[48] = "";
 
 		/* c->x.out still holds the hello. */
+		if (verdict >= SR_VERDICT_STREAMS &&
+		    verdict <= SR_VERDICT_STREAMS_LAST) {
+			uint32_t theirs = verdict - SR_VERDICT_STREAMS + 1;
+
+			sr_error_set(err, SR_EREJECTED, SR_PHASE_HANDSHAKE,
+			    "rank %u at %s rejected this rank: it opens %u "
+			    "stream(s) per link (--streams %u) and this rank %u "
+			    "(--streams %u); every rank must give the same "
+			    "--streams", c->peer, c->address, theirs, theirs,
+			    f->streams, f->streams);
+			return -1;
+		}
 		if (verdict == SR_VERDICT_UNKNOWN_FLAGS)
 			snprintf(sent, sizeof(sent), " (this rank sent flags "
 			    "0x%x)",
@@ -501,6 +515,10 @@ mesh_waited(struct formation *f, char *buf, size_t size, struct sr_error *err)
 			continue;
 		if (first == NULL)
 			first = c;
+		/* A link's other streams name the same rank. */
+		if (i > 0 && f->conns[i - 1].peer == c->peer &&
+		    f->conns[i - 1].state != CONNECT_DONE)
+			continue;
 		add_rank(dial, sizeof(dial), c->peer, &ndial);
 	}
 	for (uint32_t r = 0; r < f->world; r++)
@@ -537,8 +555,11 @@ timeout_message(struct formation *f, struct sr_error *err)
 	bool dialled = true;
 
 	sr_clock_format_ms(f->options->timeout_ms, took, sizeof(took));
-	for (int i = 0; i < f->nconns; i++)
+	for (int i = f->nconns - 1; i >= 0; i--) {
 		dialled = dialled && f->conns[i].state == CONNECT_DONE;
+		if (f->conns[i].state != CONNECT_DONE)
+			c = &f->conns[i];	/* the first stream not formed */
+	}
 	if (f->mesh) {
 		mesh_waited(f, waited, sizeof(waited), err);
 	} else {
@@ -553,7 +574,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 			    c->last_error, c->last_error[0] ? ")" : "");
 			sr_err_peer(err, c->peer, c->address);
 		}
-		if (f->a.prev_fd < 0) {
+		if (sr_acceptor_awaits(f, f->a.expected)) {
 			size_t n = strlen(waited);
 
 			snprintf(waited + n, sizeof(waited) - n,
@@ -635,15 +656,18 @@ everyone_told(const struct formation *f)
 static bool
 formed_with(const struct formation *f, uint32_t r)
 {
-	if (!f->mesh)
-		return r == f->a.expected ? f->a.prev_fd >= 0 :
-		    f->conns[0].state == CONNECT_DONE;
-	if (!sr_mesh_dials(f->rank, r, f->world))
-		return f->a.fds[r] >= 0;
+	bool dialled = false;
+
+	if (!f->mesh ? r == f->a.expected : !sr_mesh_dials(f->rank, r, f->world))
+		return !sr_acceptor_awaits(f, r);
+	/* Every stream of the link. */
 	for (int i = 0; i < f->nconns; i++)
-		if (f->conns[i].peer == r)
-			return f->conns[i].state == CONNECT_DONE;
-	return false;
+		if (f->conns[i].peer == r) {
+			if (f->conns[i].state != CONNECT_DONE)
+				return false;
+			dialled = true;
+		}
+	return dialled;
 }
 
 /* Tells the caller where formation stands, every progress_ms; returns
@@ -924,11 +948,12 @@ formation_abort(struct formation *f, const struct sr_error *err)
 	for (int i = 0; i < f->nconns; i++)
 		if (f->conns[i].state == CONNECT_DONE)
 			send_abort(f->conns[i].fd, out, header + frame.length);
-	if (!f->mesh && f->a.prev_fd >= 0)
-		send_abort(f->a.prev_fd, out, header + frame.length);
-	for (uint32_t r = 0; f->mesh && r < f->world; r++)
-		if (f->a.fds[r] >= 0)
-			send_abort(f->a.fds[r], out, header + frame.length);
+	for (uint32_t r = 0; r < f->world; r++)
+		for (uint32_t s = 0; s < f->streams; s++)
+			if ((f->mesh || r == f->a.expected) &&
+			    *sr_acceptor_slot(&f->a, f->mesh, f->streams, r, s) >= 0)
+				send_abort(*sr_acceptor_slot(&f->a, f->mesh,
+				    f->streams, r, s), out, header + frame.length);
 }
 
 static int
@@ -954,7 +979,7 @@ check_key(const struct sr_ring_options *options, struct sr_error *err)
 /* A connector to rank peer, its address resolved; -1 with err. */
 static int
 connector_init(struct formation *f, struct connector *c, uint32_t peer,
-    struct sr_error *err)
+    uint32_t stream, struct sr_error *err)
 {
 	char host[SR_ADDR_MAX], why[256];
 	uint16_t port;
@@ -962,6 +987,7 @@ connector_init(struct formation *f, struct connector *c, uint32_t peer,
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->peer = peer;
+	c->stream = stream;
 	c->address = f->addresses[peer];
 	c->backoff = BACKOFF_FIRST_NS;
 	c->state = CONNECT_BACKOFF;
@@ -1004,6 +1030,7 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 	a->prev_fd = -1;
 	a->expected = (rank + world - 1) % world;
 	f->probe = mesh && options->probe_ms > 0;
+	f->streams = f->probe || options->streams == 0 ? 1 : options->streams;
 	f->report = options->probe;
 	f->probe_deadline = f->started + (f->probe && options->probe_ms <
 	    options->timeout_ms ? options->probe_ms : options->timeout_ms) *
@@ -1012,43 +1039,59 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 		dials += f->probe ? r != rank : sr_mesh_dials(rank, r, world);
 		accepts += f->probe ? r != rank : sr_mesh_dials(r, rank, world);
 	}
-	f->nconns = mesh ? (int)dials : 1;
-	a->missing = mesh ? accepts : 1;
-	a->pending_max = PENDING_MAX + (int)(mesh ? accepts : 0);
-	a->per_host_max = PER_HOST_MAX + (int)(mesh ? accepts : 0);
+	f->nconns = (mesh ? (int)dials : 1) * (int)f->streams;
+	a->missing = (mesh ? accepts : 1) * f->streams;
+	a->pending_max = PENDING_MAX + (int)(mesh ? accepts * f->streams :
+	    f->streams - 1);
+	a->per_host_max = PER_HOST_MAX + (int)(mesh ? accepts * f->streams :
+	    f->streams - 1);
 	f->conns = calloc((size_t)(f->nconns > 0 ? f->nconns : 1),
 	    sizeof(*f->conns));
 	a->pending = calloc((size_t)a->pending_max, sizeof(*a->pending));
+	if (f->streams > 1 && (a->extra = malloc(world * (f->streams - 1) *
+	    sizeof(*a->extra))) != NULL)
+		for (uint32_t i = 0; i < world * (f->streams - 1); i++)
+			a->extra[i] = -1;
 	if (mesh) {
 		a->fds = malloc(world * sizeof(*a->fds));
 		a->watch = calloc(world, sizeof(*a->watch));
 		f->told = calloc(world, sizeof(*f->told));
 	}
-	if (f->conns == NULL || a->pending == NULL || (mesh &&
+	if (f->conns == NULL || a->pending == NULL ||
+	    (f->streams > 1 && a->extra == NULL) || (mesh &&
 	    (a->fds == NULL || a->watch == NULL || f->told == NULL))) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONNECT, "out of memory");
 		return -1;
 	}
 	for (uint32_t r = 0; mesh && r < world; r++)
 		a->fds[r] = -1;
+	for (uint32_t s = 0; !mesh && s < f->streams; s++)
+		if (connector_init(f, &f->conns[s], (rank + 1) % world, s,
+		    err) != 0)
+			return -1;
 	if (!mesh)
-		return connector_init(f, &f->conns[0], (rank + 1) % world, err);
+		return 0;
 	for (uint32_t r = 0, i = 0; r < world; r++) {
 		if (f->probe && r < world) {
 			memset(&f->report[r], 0, sizeof(f->report[r]));
 			f->report[r].peer = r;
 		}
-		if ((f->probe ? r != rank : sr_mesh_dials(rank, r, world)) &&
-		    connector_init(f, &f->conns[i++], r, err) != 0) {
+		if (!(f->probe ? r != rank : sr_mesh_dials(rank, r, world)))
+			continue;
+		for (uint32_t s = 1; s < f->streams; s++)
+			if (connector_init(f, &f->conns[i + s], r, s, err) != 0)
+				return -1;
+		if (connector_init(f, &f->conns[i], r, 0, err) != 0) {
 			if (!f->probe)
 				return -1;
 			/* An address that does not resolve is the probe's
 			 * finding for that rank. */
 			snprintf(f->report[r].error, sizeof(f->report[r].error),
 			    "%.199s", err->message);
-			f->conns[i - 1].state = CONNECT_FAILED;
+			f->conns[i].state = CONNECT_FAILED;
 			sr_error_clear(err);
 		}
+		i += f->streams;
 	}
 	return 0;
 }
@@ -1066,6 +1109,10 @@ formation_fini(struct formation *f)
 	sr_close_fd(&f->a.prev_fd);
 	for (uint32_t r = 0; f->a.fds != NULL && r < f->world; r++)
 		sr_close_fd(&f->a.fds[r]);
+	for (uint32_t i = 0; f->a.extra != NULL &&
+	    i < f->world * (f->streams - 1); i++)
+		sr_close_fd(&f->a.extra[i]);
+	free(f->a.extra);
 	free(f->conns);
 	free(f->a.pending);
 	free(f->a.fds);
@@ -1094,7 +1141,7 @@ form(struct formation *f, struct sr_error *err)
 int
 sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
-    int *next_fd, int *prev_fd, struct sr_error *err)
+    int *next_fds, int *prev_fds, struct sr_error *err)
 {
 	struct formation f;
 	int rc = -1;
@@ -1102,9 +1149,14 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	if (check_key(options, err) == 0 &&
 	    formation_init(&f, listen_fd, rank, world, token, addresses,
 	    options, false, err) == 0 && form(&f, err) == 0) {
-		*next_fd = f.conns[0].fd;
-		*prev_fd = f.a.prev_fd;
-		f.conns[0].fd = f.a.prev_fd = -1;
+		for (uint32_t s = 0; s < f.streams; s++) {
+			int *prev = sr_acceptor_slot(&f.a, false, f.streams,
+			    f.a.expected, s);
+
+			next_fds[s] = f.conns[s].fd;
+			prev_fds[s] = *prev;
+			f.conns[s].fd = *prev = -1;
+		}
 		rc = 0;
 	}
 	formation_fini(&f);
@@ -1170,15 +1222,20 @@ sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	    options, true, err) == 0 && form(&f, err) == 0) {
 		if (f.probe)
 			probe_finish(&f);
-		for (uint32_t r = 0; r < world; r++) {
-			fds[r] = f.a.fds[r];
-			f.a.fds[r] = -1;
-		}
+		for (uint32_t r = 0; r < world; r++)
+			for (uint32_t s = 0; s < f.streams; s++) {
+				int *slot = sr_acceptor_slot(&f.a, true,
+				    f.streams, r, s);
+
+				fds[s * world + r] = *slot;
+				*slot = -1;
+			}
 		for (int i = 0; i < f.nconns; i++) {
 			if (f.conns[i].state != CONNECT_DONE ||
 			    f.conns[i].fd < 0)
 				continue;
-			fds[f.conns[i].peer] = f.conns[i].fd;
+			fds[f.conns[i].stream * world + f.conns[i].peer] =
+			    f.conns[i].fd;
 			f.conns[i].fd = -1;
 		}
 		rc = 0;

@@ -325,7 +325,24 @@ struct sr_ring_options {
 	 */
 	int64_t probe_ms;
 	struct sr_probe_link *probe;
+	/*
+	 * Connections per link, 1 to SR_RING_STREAMS_MAX (0 counts as 1):
+	 * with more than one, every link (a ring's two, a mesh's every one)
+	 * is that many TCP connections, each authenticated and checked like
+	 * a link, and a collective's sends are cut into pieces that go on
+	 * whichever of them can take data first, so one slow or stalled
+	 * connection costs only its own share.  For links one flow cannot
+	 * fill (a flow capped by a shaper, or by one core's TCP processing
+	 * on a fast NIC).  Every rank must agree (SR_EREJECTED otherwise,
+	 * naming both counts).  One, the default, keeps a plain ring
+	 * byte-identical to silvic-net; more carry the mesh's wide frame
+	 * header.  A probe has one.
+	 */
+	uint32_t streams;
 };
+
+/* The most connections a link may have (sr_ring_options.streams). */
+#define SR_RING_STREAMS_MAX 8
 
 /*
  * What a probe (sr_ring_options.probe_ms) saw of one rank: this rank's
