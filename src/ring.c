@@ -357,6 +357,35 @@ sr_ring_congestion(const struct sr_ring *ring)
 }
 
 uint32_t
+sr_ring_streams(const struct sr_ring *ring)
+{
+	return ring->streams > 0 ? ring->streams : 1;
+}
+
+int
+sr_ring_next_stream(const struct sr_ring *ring, uint32_t stream,
+    struct sr_stream_stats *stats)
+{
+	const struct sr_link *l;
+	struct sr_tcp_counters tcp;
+
+	memset(stats, 0, sizeof(*stats));
+	if (ring->world < 2 || ring->links == NULL || stream >= ring->streams)
+		return -1;
+	l = &ring->links[ring->next + stream * ring->nlinks];
+	if (l->fd < 0)
+		return -1;
+	stats->tx_bytes = l->tx_bytes;
+	stats->rx_bytes = l->rx_bytes;
+	sr_sock_tcp_counters(l->fd, &tcp);
+	stats->retransmits = tcp.retransmits;
+	stats->rtt_us = tcp.rtt_us;
+	stats->cwnd = tcp.cwnd;
+	stats->mss = tcp.mss;
+	return 0;
+}
+
+uint32_t
 sr_ring_rank(const struct sr_ring *ring)
 {
 	return ring->rank;

@@ -408,6 +408,24 @@ const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
  * one), as the kernel reports it. */
 const char *sr_ring_congestion(const struct sr_ring *ring);
 
+/* Connections per link (sr_ring_options.streams; 1 in a world of one). */
+uint32_t sr_ring_streams(const struct sr_ring *ring);
+
+/* One connection of a link, as its counters and the kernel see it. */
+struct sr_stream_stats {
+	uint64_t tx_bytes;	/* sent on it, frames whole, over its life */
+	uint64_t rx_bytes;	/* read from it */
+	uint32_t retransmits;	/* segments TCP retransmitted (TCP_INFO) */
+	uint32_t rtt_us;	/* the kernel's smoothed round trip */
+	uint32_t cwnd;		/* the congestion window, in segments */
+	uint32_t mss;		/* the segment size */
+};
+
+/* Stream `stream` of this rank's link to its next rank: 0, or -1 when
+ * there is no such connection (a world of one, stream >= streams). */
+int sr_ring_next_stream(const struct sr_ring *ring, uint32_t stream,
+    struct sr_stream_stats *stats);
+
 /*
  * Ends the ring as a collective step, the close every rank must agree on:
  * each rank sends its neighbours a goodbye carrying the number of
