@@ -51,6 +51,9 @@ struct probe {
 	 * every rank's (streams x STREAM_FIELDS each). */
 	uint32_t streams;
 	uint64_t *stream_mine, *stream_all;
+	/* And each stream's two ends, "ip:port" NUL-padded to SR_ADDR_MAX:
+	 * this rank's (streams x 2), then every rank's. */
+	char *ends_mine, *ends_all;
 	struct sr_error err;
 };
 
@@ -175,6 +178,10 @@ stream_note(struct probe *p, const uint64_t *before)
 		f[1] = st.retransmits;
 		f[2] = st.rtt_us;
 		f[3] = st.cwnd;
+		memcpy(p->ends_mine + (2 * s) * SR_ADDR_MAX, st.local,
+		    SR_ADDR_MAX);
+		memcpy(p->ends_mine + (2 * s + 1) * SR_ADDR_MAX, st.remote,
+		    SR_ADDR_MAX);
 	}
 }
 
@@ -193,7 +200,22 @@ share_streams(struct probe *p)
 		return -1;
 	for (size_t i = 0; i < (size_t)p->world * n; i++)
 		p->stream_all[i] = bench_get_u64le(p->wire + i * 8);
+	n = (size_t)p->streams * 2 * SR_ADDR_MAX;
+	memcpy(p->ends_all + (size_t)p->rank * n, p->ends_mine, n);
+	if (sr_allgather(p->ring, p->ends_all + (size_t)p->rank * n, n,
+	    p->ends_all, &p->err) != 0)
+		return -1;
+	for (size_t i = 0; i < (size_t)p->world * p->streams * 2; i++)
+		p->ends_all[(i + 1) * SR_ADDR_MAX - 1] = '\0';
 	return 0;
+}
+
+/* End `which` (0 local, 1 remote) of stream s of rank from's link. */
+static const char *
+stream_end(const struct probe *p, uint32_t from, uint32_t s, int which)
+{
+	return p->ends_all + (((size_t)from * p->streams + s) * 2 +
+	    (size_t)which) * SR_ADDR_MAX;
 }
 
 /* Stream s of the link from rank `from`: its fields, and its GB/s (its
@@ -224,17 +246,19 @@ print_streams(FILE *out, const struct probe *p, char **addresses,
 	fprintf(out, "# streams: each link's %u connections during its alone "
 	    "transfers (a stream's share of the bytes at the link's speed; "
 	    "kernel counters at the end)\n", p->streams);
-	fprintf(out, "# %6s %6s %6s %12s %10s %8s %9s %6s\n", "from", "to",
-	    "stream", "bytes", "GB/s", "retrans", "rtt(us)", "cwnd");
+	fprintf(out, "# %6s %6s %6s %12s %10s %8s %9s %6s  %s\n", "from",
+	    "to", "stream", "bytes", "GB/s", "retrans", "rtt(us)", "cwnd",
+	    "local -> remote");
 	for (uint32_t i = 0; i < p->world; i++)
 		for (uint32_t s = 0; s < p->streams; s++) {
 			const uint64_t *f = stream_row(p, l, i, s, &gbps);
 
 			fprintf(out, "  %6u %6u %6u %12llu %10.4f %8llu %9llu "
-			    "%6llu\n", l[i].from, l[i].to, s,
+			    "%6llu  %s -> %s\n", l[i].from, l[i].to, s,
 			    (unsigned long long)f[0], gbps,
 			    (unsigned long long)f[1], (unsigned long long)f[2],
-			    (unsigned long long)f[3]);
+			    (unsigned long long)f[3], stream_end(p, i, s, 0),
+			    stream_end(p, i, s, 1));
 			if (slowest < 0 || gbps < slowest) {
 				slowest = gbps;
 				slow_from = i;
@@ -265,8 +289,12 @@ print_streams_json(FILE *out, const struct probe *p,
 			    (unsigned long long)f[0]);
 			json_number(out, gbps);
 			fprintf(out, ",\"retransmits\":%llu,\"rtt_us\":%llu,"
-			    "\"cwnd\":%llu}\n", (unsigned long long)f[1],
+			    "\"cwnd\":%llu,\"local\":", (unsigned long long)f[1],
 			    (unsigned long long)f[2], (unsigned long long)f[3]);
+			json_string(out, stream_end(p, i, s, 0));
+			fputs(",\"remote\":", out);
+			json_string(out, stream_end(p, i, s, 1));
+			fputs("}\n", out);
 		}
 }
 
@@ -438,11 +466,14 @@ allocate(struct probe *p, bool json)
 	p->stream_mine = calloc(p->streams * STREAM_FIELDS, sizeof(uint64_t));
 	p->stream_all = calloc((size_t)p->world * p->streams * STREAM_FIELDS,
 	    sizeof(uint64_t));
+	p->ends_mine = calloc((size_t)p->streams * 2, SR_ADDR_MAX);
+	p->ends_all = calloc((size_t)p->world * p->streams * 2, SR_ADDR_MAX);
 	p->all = calloc(p->world, 3 * sizeof(*p->all));
 	p->bytes = calloc(p->world, sizeof(*p->bytes));
 	if (p->buf != NULL)
 		memset(p->buf, 0x5a, (size_t)p->max_bytes);
 	failed = p->stream_mine == NULL || p->stream_all == NULL ||
+	    p->ends_mine == NULL || p->ends_all == NULL ||
 	    p->buf == NULL || p->times == NULL || p->wire == NULL ||
 	    p->all == NULL || p->bytes == NULL ? p->rank + 1 : 0;
 	if (failed)
@@ -526,5 +557,7 @@ bench_links_run(struct sr_ring *ring, char **addresses,
 	free(p.bytes);
 	free(p.stream_mine);
 	free(p.stream_all);
+	free(p.ends_mine);
+	free(p.ends_all);
 	return rc;
 }

@@ -351,6 +351,33 @@ bind_ephemeral(struct setup *s)
 	return 0;
 }
 
+/* Entry i's other addresses (an MLX hostfile's several a rank): each
+ * listened on too, but where --host is a wildcard that covers it. */
+static int
+bind_others(struct setup *s, uint64_t i, uint16_t first, struct sr_error *err)
+{
+	const char *h = s->opts->host;
+	bool wildcard = h != NULL && (strcmp(h, "0.0.0.0") == 0 ||
+	    strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0);
+
+	for (size_t k = 1; i < s->list.nics_n && s->list.nics[i] != NULL &&
+	    s->list.nics[i][k] != NULL; k++) {
+		char host[SR_ADDR_MAX], why[SR_ADDR_MAX + 64];
+		uint16_t port;
+
+		if (sr_address_split(s->list.nics[i][k], host, sizeof(host),
+		    &port, why, sizeof(why)) != SR_ADDRESS_OK)
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND, "%s",
+			    why);
+		if (wildcard && port == first)
+			continue;
+		if (sr_listener_also(s->listener, host, port, err) != 0)
+			return -1;
+		cli_status("listening on %s too", s->list.nics[i][k]);
+	}
+	return 0;
+}
+
 /* Binds list entry i (on --host when given) and advertises the entry. */
 static int
 bind_entry(struct setup *s, uint64_t i, struct sr_error *err)
@@ -362,8 +389,14 @@ bind_entry(struct setup *s, uint64_t i, struct sr_error *err)
 	if (sr_address_split(s->list.addr[i], host, sizeof(host), &port, why,
 		sizeof(why)) != SR_ADDRESS_OK)
 		return sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND, "%s", why);
-	return listen_on(s, s->opts->host != NULL ? s->opts->host : host, host,
-	    port, err);
+	if (listen_on(s, s->opts->host != NULL ? s->opts->host : host, host,
+	    port, err) != 0)
+		return -1;
+	if (bind_others(s, i, port, err) == 0)
+		return 0;
+	sr_listener_close(s->listener);
+	s->listener = NULL;
+	return -1;
 }
 
 /* With a static list: bind this rank's own entry, or, with no rank known,
@@ -867,6 +900,10 @@ form(struct setup *s, struct sr_ring **ring)
 	options.integrity = s->opts->integrity;
 	options.mesh = s->opts->mesh;
 	options.streams = s->opts->streams;
+	/* An MLX hostfile's several addresses a rank: the streams spread
+	 * over them (list.c keeps nics as long as the list). */
+	if (s->list.nics != NULL && s->list.nics_n == s->list.n)
+		options.nic_addresses = (const char *const *const *)s->list.nics;
 	if (s->opts->probe > 0 && s->opts->probe_report != NULL) {
 		options.probe_ms = (int64_t)(s->opts->probe * 1000);
 		if (options.probe_ms < 1)
@@ -970,7 +1007,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 void
 cli_addresses_free(char **addresses, uint64_t world)
 {
-	struct peer_list list = { addresses, world };
+	struct peer_list list = { .addr = addresses, .n = world };
 
 	peer_list_free(&list);
 }

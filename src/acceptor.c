@@ -405,10 +405,11 @@ sr_acceptor_accept(struct formation *f)
 	int64_t now;
 	int fd;
 
-	for (int burst = 0; burst < ACCEPT_BURST && sr_acceptor_open(f);
-	    burst++) {
+	for (int burst = 0; burst < ACCEPT_BURST * a->nlisten &&
+	    sr_acceptor_open(f); burst++) {
 		peer.len = sizeof(peer.ss);
-		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
+		fd = accept4(a->listen_fds[burst % a->nlisten],
+		    (struct sockaddr *)&peer.ss, &peer.len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
 		    errno == ENOBUFS || errno == ENOMEM)) {
@@ -420,7 +421,7 @@ sr_acceptor_accept(struct formation *f)
 			return;
 		}
 		if (fd < 0)
-			return; /* EAGAIN, or a stray that reset: keep waiting */
+			continue; /* EAGAIN, or a stray that reset: keep waiting */
 		now = sr_clock_ns();
 		make_room(f, &peer, now);
 		p = &a->pending[a->npending++];

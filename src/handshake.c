@@ -115,6 +115,16 @@ connector_start(struct formation *f, struct connector *c)
 		connector_retry(f, c, strerror(errno));
 		return;
 	}
+	if (c->bind_local && bind(c->fd, (struct sockaddr *)&c->local.ss,
+	    c->local.len) != 0) {
+		char local[SR_ADDR_MAX], why[SR_ADDR_MAX + 80];
+
+		sr_sock_format(&c->local, local, sizeof(local));
+		snprintf(why, sizeof(why), "binding this rank's address %s to "
+		    "dial from: %s", local, strerror(errno));
+		connector_retry(f, c, why);
+		return;
+	}
 	sr_hello_encode(&hello, c->x.out);
 	sr_exchange_expect(&c->x, STAGE_HELLO, SR_HELLO_LEN, SR_VERDICT_LEN);
 	c->attempts++;
@@ -775,8 +785,9 @@ wait_set(struct formation *f, struct poll_set *ps, int64_t now, int64_t *wake)
 			poll_add(ps, a->fds[r], POLLIN, SLOT_ACCEPTED, r);
 	if (!sr_acceptor_open(f))
 		return;
-	poll_add(ps, now < a->paused_until ? -1 : a->listen_fd, POLLIN,
-	    SLOT_LISTENER, 0);
+	for (int i = 0; i < a->nlisten; i++)
+		poll_add(ps, now < a->paused_until ? -1 : a->listen_fds[i],
+		    POLLIN, SLOT_LISTENER, (uint32_t)i);
 	if (now < a->paused_until && a->paused_until < *wake)
 		*wake = a->paused_until;
 	for (int i = 0; i < a->npending; i++) {
@@ -847,7 +858,7 @@ serve_slot(struct formation *f, const struct poll_set *ps, int i,
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
-	int max = f->nconns + (f->mesh ? (int)f->world : 0) + 1 +
+	int max = f->nconns + (f->mesh ? (int)f->world : 0) + f->a.nlisten +
 	    f->a.pending_max;
 	struct pollfd fds[max];
 	enum slot_kind kind[max];
@@ -976,6 +987,35 @@ check_key(const struct sr_ring_options *options, struct sr_error *err)
 	return 0;
 }
 
+/* Rank r's address for stream s: its s-th (modulo how many it has). */
+static const char *
+nic_address(const struct formation *f, uint32_t r, uint32_t s, uint32_t *n)
+{
+	*n = 0;
+	if (f->nics != NULL && f->nics[r] != NULL)
+		while (f->nics[r][*n] != NULL)
+			(*n)++;
+	return *n > 0 ? f->nics[r][s % *n] : f->addresses[r];
+}
+
+/* With several addresses of its own, stream s leaves from its s-th. */
+static int
+connector_local(struct formation *f, struct connector *c, uint32_t s,
+    char *why, size_t size)
+{
+	char host[SR_ADDR_MAX];
+	uint16_t port;
+	uint32_t n;
+	const char *mine = nic_address(f, f->rank, s, &n);
+
+	if (n < 2)
+		return 0;
+	c->bind_local = true;
+	return sr_sock_split(mine, host, sizeof(host), &port, why, size) == 0 &&
+	    sr_sock_resolve_within(host, 0, 1, f->deadline, f->options->cancel,
+	    &c->local, why, size) == 0 ? 0 : -1;
+}
+
 /* A connector to rank peer, its address resolved; -1 with err. */
 static int
 connector_init(struct formation *f, struct connector *c, uint32_t peer,
@@ -983,19 +1023,21 @@ connector_init(struct formation *f, struct connector *c, uint32_t peer,
 {
 	char host[SR_ADDR_MAX], why[256];
 	uint16_t port;
+	uint32_t n;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->peer = peer;
 	c->stream = stream;
-	c->address = f->addresses[peer];
+	c->address = nic_address(f, peer, stream, &n);
 	c->backoff = BACKOFF_FIRST_NS;
 	c->state = CONNECT_BACKOFF;
 	c->retry_at = f->started;
 	if (sr_sock_split(c->address, host, sizeof(host), &port, why,
 		sizeof(why)) == 0 &&
 	    sr_sock_resolve_within(host, port, 0, f->deadline,
-		f->options->cancel, &c->addr, why, sizeof(why)) == 0)
+		f->options->cancel, &c->addr, why, sizeof(why)) == 0 &&
+	    connector_local(f, c, stream, why, sizeof(why)) == 0)
 		return 0;
 	sr_error_set(err, f->options->cancel != NULL && *f->options->cancel ?
 	    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
@@ -1007,7 +1049,8 @@ connector_init(struct formation *f, struct connector *c, uint32_t peer,
 /* The formation's state for a ring (one connector, one rank accepted)
  * or a mesh; -1 with err. */
 static int
-formation_init(struct formation *f, int listen_fd, uint32_t rank,
+formation_init(struct formation *f, const struct sr_listener *listener,
+    uint32_t rank,
     uint32_t world, uint64_t token, const char *const *addresses,
     const struct sr_ring_options *options, bool mesh, struct sr_error *err)
 {
@@ -1026,7 +1069,10 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 	f->deadline = f->started + options->timeout_ms * 1000000;
 	f->next_address = addresses[(rank + 1) % world];
 	f->prev_address = addresses[(rank + world - 1) % world];
-	a->listen_fd = listen_fd;
+	a->listen_fds[a->nlisten++] = listener->fd;
+	for (int i = 0; i < listener->nalso; i++)
+		a->listen_fds[a->nlisten++] = listener->also[i];
+	f->nics = options->nic_addresses;
 	a->prev_fd = -1;
 	a->expected = (rank + world - 1) % world;
 	f->probe = mesh && options->probe_ms > 0;
@@ -1127,9 +1173,10 @@ form(struct formation *f, struct sr_error *err)
 {
 	int rc;
 
-	if (sr_sock_nonblocking(f->a.listen_fd) != 0)
-		return sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
-		    "configuring the listener: %s", strerror(errno));
+	for (int i = 0; i < f->a.nlisten; i++)
+		if (sr_sock_nonblocking(f->a.listen_fds[i]) != 0)
+			return sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
+			    "configuring the listener: %s", strerror(errno));
 	rc = form_loop(f, err);
 	while (f->a.npending > 0)
 		sr_acceptor_drop(&f->a, 0);
@@ -1139,7 +1186,7 @@ form(struct formation *f, struct sr_error *err)
 }
 
 int
-sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
+sr_handshake_form(const struct sr_listener *listener, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
     int *next_fds, int *prev_fds, struct sr_error *err)
 {
@@ -1147,7 +1194,7 @@ sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	int rc = -1;
 
 	if (check_key(options, err) == 0 &&
-	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    formation_init(&f, listener, rank, world, token, addresses,
 	    options, false, err) == 0 && form(&f, err) == 0) {
 		for (uint32_t s = 0; s < f.streams; s++) {
 			int *prev = sr_acceptor_slot(&f.a, false, f.streams,
@@ -1210,7 +1257,7 @@ probe_finish(struct formation *f)
 }
 
 int
-sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
+sr_mesh_form(const struct sr_listener *listener, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
     int *fds, struct sr_error *err)
 {
@@ -1218,7 +1265,7 @@ sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	int rc = -1;
 
 	if (check_key(options, err) == 0 &&
-	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    formation_init(&f, listener, rank, world, token, addresses,
 	    options, true, err) == 0 && form(&f, err) == 0) {
 		if (f.probe)
 			probe_finish(&f);

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "error.h"
 #include "formation.h"
+#include "listener.h"
 #include "sock.h"
 #include "wire.h"
 
@@ -61,6 +62,10 @@ struct connector {
 	int fd;
 	struct sr_sockaddr addr;
 	const char *address;
+	/* With several addresses on this rank: the one stream `stream`
+	 * leaves from (bound before connecting). */
+	bool bind_local;
+	struct sr_sockaddr local;
 	uint32_t peer;
 	uint32_t stream;	/* which of the link's connections */
 	int64_t retry_at;
@@ -93,7 +98,10 @@ struct pending {
 };
 
 struct acceptor {
-	int listen_fd;
+	/* The rank's listening sockets: its address's, then its other
+	 * addresses' (sr_listener_also). */
+	int listen_fds[SR_STREAMS_MAX];
+	int nlisten;
 	uint32_t expected;	/* a ring's previous rank */
 	int prev_fd;		/* a ring's link to it, once taken */
 	/* A mesh: by rank, the links taken (-1: none yet), and the number
@@ -123,6 +131,10 @@ struct formation {
 	bool keyed;
 	bool mesh;
 	uint32_t streams;	/* connections per link, 1 .. SR_STREAMS_MAX */
+	/* Every rank's addresses when some have several (options'
+	 * nic_addresses), else NULL: stream s runs between address s of
+	 * either end (modulo their counts). */
+	const char *const *const *nics;
 	/* A probe (bench connect): every rank dials every other; failures
 	 * are reported in report[peer], and formation ends, whatever
 	 * formed, by probe_deadline. */

@@ -243,7 +243,7 @@ form_ring(struct sr_ring *ring, struct sr_listener *listener,
 {
 	int next_fds[SR_STREAMS_MAX], prev_fds[SR_STREAMS_MAX];
 
-	if (sr_handshake_form(listener->fd, ring->rank, ring->world,
+	if (sr_handshake_form(listener, ring->rank, ring->world,
 	    ring->token, addresses, options, next_fds, prev_fds, err) != 0)
 		return -1;
 	sr_ring_set_neighbours(ring, SR_NEXT, SR_PREV);
@@ -269,7 +269,7 @@ form_mesh(struct sr_ring *ring, struct sr_listener *listener,
 	if (fds == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG,
 		    "out of memory");
-	if (sr_mesh_form(listener->fd, me, n, ring->token, addresses, options,
+	if (sr_mesh_form(listener, me, n, ring->token, addresses, options,
 	    fds, err) != 0) {
 		free(fds);
 		return -1;
@@ -382,6 +382,7 @@ sr_ring_next_stream(const struct sr_ring *ring, uint32_t stream,
 	stats->rtt_us = tcp.rtt_us;
 	stats->cwnd = tcp.cwnd;
 	stats->mss = tcp.mss;
+	sr_sock_ends(l->fd, stats->local, stats->remote, sizeof(stats->local));
 	return 0;
 }
 

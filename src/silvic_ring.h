@@ -216,6 +216,14 @@ int sr_listener_open_within(struct sr_listener **out, const char *host,
 /* "ip:port" (IPv6 as "[ip]:port") that the other ranks connect to. */
 const char *sr_listener_address(const struct sr_listener *listener);
 uint16_t sr_listener_port(const struct sr_listener *listener);
+/*
+ * Listens on host:port too (port 0: ephemeral), for a rank reached at
+ * several addresses (sr_ring_options.nic_addresses): a connection to any
+ * of them reaches the same rank.  At most SR_RING_STREAMS_MAX - 1 of
+ * them; 0, or -1 with err (SR_EBIND, SR_ECONFIG).
+ */
+int sr_listener_also(struct sr_listener *listener, const char *host,
+    uint16_t port, struct sr_error *err);
 void sr_listener_close(struct sr_listener *listener);
 
 /* ------------------------------------------------------------------- ring */
@@ -339,6 +347,17 @@ struct sr_ring_options {
 	 * header.  A probe has one.
 	 */
 	uint32_t streams;
+	/*
+	 * Ranks reached at several addresses (several NICs; an MLX hostfile
+	 * lists them): nic_addresses[r] is rank r's, NULL-terminated, the
+	 * first being its address in the list given to sr_ring_connect (or
+	 * NULL for a rank of one address).  NULL: one address each.  Stream s
+	 * of a link then runs between address s of either end (modulo how
+	 * many each has): the connector binds its own before it dials the
+	 * peer's, so the streams spread over the address pairs.  A rank
+	 * listens on each of its own (sr_listener_also).
+	 */
+	const char *const *const *nic_addresses;
 };
 
 /* The most connections a link may have (sr_ring_options.streams). */
@@ -419,6 +438,8 @@ struct sr_stream_stats {
 	uint32_t rtt_us;	/* the kernel's smoothed round trip */
 	uint32_t cwnd;		/* the congestion window, in segments */
 	uint32_t mss;		/* the segment size */
+	char local[SR_ADDR_MAX];	/* "ip:port" of this end ("" unknown) */
+	char remote[SR_ADDR_MAX];	/* and of the peer's */
 };
 
 /* Stream `stream` of this rank's link to its next rank: 0, or -1 when

@@ -545,6 +545,19 @@ sr_sock_tcp_counters(int fd, struct sr_tcp_counters *out)
 }
 
 void
+sr_sock_ends(int fd, char *local, char *remote, size_t size)
+{
+	struct sr_sockaddr a = { .len = sizeof(a.ss) };
+
+	local[0] = remote[0] = '\0';
+	if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) == 0)
+		sr_sock_format(&a, local, size);
+	a.len = sizeof(a.ss);
+	if (getpeername(fd, (struct sockaddr *)&a.ss, &a.len) == 0)
+		sr_sock_format(&a, remote, size);
+}
+
+void
 sr_sock_notsent_lowat(int fd, int bytes)
 {
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));

@@ -78,6 +78,8 @@ struct sr_tcp_counters {
 	uint32_t mss;
 };
 void sr_sock_tcp_counters(int fd, struct sr_tcp_counters *out);
+/* A connected socket's two ends, "ip:port" each ("" when unknown). */
+void sr_sock_ends(int fd, char *local, char *remote, size_t size);
 /* TCP_NOTSENT_LOWAT: the socket takes no more once `bytes` of what it
  * was given wait unsent (so poll says it can take data only when it can
  * send soon); best effort. */

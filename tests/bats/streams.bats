@@ -133,7 +133,46 @@ start_pair() {
 	cat "$out" >&3
 	grep -q '^# streams: each link.s 2 connections' "$out"
 	# Every stream of both links has its row: bytes, GB/s and counters.
-	[ "$(grep -Ec '^ +[01] +[01] +[01] +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+$' "$out")" -eq 4 ]
+	[ "$(grep -Ec '^ +[01] +[01] +[01] +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+  127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:[0-9]+$' "$out")" -eq 4 ]
 	# The proxied link's slowed stream is the slowest of all.
 	grep -Eq "^# slowest stream: rank 0 \(127.0.0.1:[0-9]+\) -> rank 1 \(127.0.0.1:$PROXY_PORT\) stream [01]: " "$out"
+}
+
+@test "an MLX hostfile of two addresses a rank: the streams spread over the address pairs, and the results stay exact" {
+	local p
+	read -r -a p <<<"$(free_ports 4 | tr '\n' ' ')"
+	printf '[["127.0.0.1:%s", "127.0.0.2:%s"], ["127.0.0.1:%s", "127.0.0.2:%s"]]\n' \
+		"${p[0]}" "${p[1]}" "${p[2]}" "${p[3]}" >"$BATS_TEST_TMPDIR/hosts.json"
+	script
+	for r in 0 1; do
+		start_rank "$r" "$BATS_TEST_TMPDIR/hosts.json" "$BATS_TEST_TMPDIR/s" \
+			--streams 4 --timeout 20
+	done
+	for r in 0 1; do
+		wait_exit_ms "${RANK_PIDS[$r]}" 60 "$(now_ns)"
+		[ "$WAIT_STATUS" -eq 0 ]
+		grep -q '^line 4: expect = ok$' "$(out $r)"
+		grep -q '^line 9: expect = ok$' "$(out $r)"
+	done
+	for r in 1 0; do
+		bg "b$r" "$SR" bench links --peers "$BATS_TEST_TMPDIR/hosts.json" \
+			--rank "$r" --streams 4 --timeout 20 -e 1M
+		RANK_PIDS[$r]=$BG_PID
+	done
+	for r in 0 1; do
+		wait_exit_ms "${RANK_PIDS[$r]}" 60 "$(now_ns)"
+		[ "$WAIT_STATUS" -eq 0 ]
+	done
+	out=$BATS_TEST_TMPDIR/b0.out
+	cat "$out" >&3
+	# Streams 0 and 2 leave from and reach each rank's first address,
+	# 1 and 3 its second, on both links.
+	for s in 0 2; do
+		grep -Eq "^ +0 +1 +$s .* 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:${p[2]}$" "$out"
+		grep -Eq "^ +1 +0 +$s .* 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:${p[0]}$" "$out"
+	done
+	for s in 1 3; do
+		grep -Eq "^ +0 +1 +$s .* 127\.0\.0\.2:[0-9]+ -> 127\.0\.0\.2:${p[3]}$" "$out"
+		grep -Eq "^ +1 +0 +$s .* 127\.0\.0\.2:[0-9]+ -> 127\.0\.0\.2:${p[1]}$" "$out"
+	done
 }
