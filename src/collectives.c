@@ -30,9 +30,6 @@
  * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
 #define SR_SMALL_ALWAYS 4096u
-/* Bounds of an allreduce's frame size (see sr_plan_frame_size). */
-#define SR_FRAME_MIN (128u << 10)
-#define SR_FRAME_BIG (1u << 20)
 
 /* Fails at once on a broken ring (or none); else counts the collective
  * this call starts (ring->seq, the frames' seq). */
@@ -156,23 +153,6 @@ sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
 }
 
 /*
- * The frame size for ring steps of `block` bytes: a quarter block, so a
- * forwarding rank starts after a quarter of a step, within bounds; each
- * frame costs a header, and runs of small ones cost more than the
- * pipelining gains (measured: 128 KiB to 1 MiB did best).
- */
-uint64_t
-sr_plan_frame_size(size_t block)
-{
-	/* Whole pages: a multiple of every element size. */
-	uint64_t frame = (block / 4) & ~(uint64_t)4095;
-
-	if (frame < SR_FRAME_MIN)
-		return SR_FRAME_MIN;
-	return frame > SR_FRAME_BIG ? SR_FRAME_BIG : frame;
-}
-
-/*
  * One direction only: halves each way (MLX's bidirectional ring) measured
  * 10-20% slower on loopback, where the copies, not the links, are the
  * limit, and a ring already keeps every NIC busy both ways.
@@ -189,8 +169,7 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 		return nomem(ring, err);
 	x.dtype = dtype;
 	x.op = op;
-	x.frame_max = sr_plan_frame_size(count * sr_dtype_size(dtype) /
-	    ring->world);
+	x.frame_max = SR_PLAN_FRAME;
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
 	sr_plan_allreduce(&x, &d, frame, send, recv, count, sr_dtype_size(dtype),
