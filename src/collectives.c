@@ -344,6 +344,9 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 	}
 	if (!small_enough(ring->world, count * es))
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
+		return sr_mesh_allreduce(ring, send, recv, count, dtype, op,
+		    err);
 	if (ring->world == 4)
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
 	return small_allreduce(ring, send, recv, count, dtype, op, err);

@@ -50,6 +50,7 @@ ring_free(struct sr_ring *ring)
 	free(ring->links);
 	if (ring->all_links != ring->ring_links)
 		free(ring->all_links);
+	sr_group_free(ring->whole);
 	sr_engine_free(ring->engine);
 	free(ring->scratch);
 	free(ring->plan_sends);

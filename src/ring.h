@@ -61,6 +61,10 @@ struct sr_ring {
 	/* This rank's groups on a mesh (group.c), so that no two share an
 	 * id. */
 	struct sr_group *groups;
+	/* The whole ring as a group of its mesh (id 0, the ring's own
+	 * count), for its small allreduces (sr_mesh_allreduce); made on
+	 * first use. */
+	struct sr_group *whole;
 };
 
 
@@ -87,6 +91,17 @@ void sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next,
  * on fd (non-blocking, tuned) to rank peer. */
 void sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd,
     uint32_t peer, const char *congestion);
+/*
+ * group.c: on a mesh, whether an allreduce of `bytes` at `world` ranks
+ * takes recursive doubling over the mesh's links, fewer hops than the
+ * ring's small path; and that allreduce, a ring collective (group 0, the
+ * ring's seq, already counted), failing the ring on failure.
+ */
+bool sr_mesh_doubling_pays(uint32_t world, size_t bytes);
+int sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send,
+    uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
+    struct sr_error *err);
+
 /* The failure of a broken ring copied into err (code kept). */
 int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);
 /* Records err as the ring's failure, sends the abort on every link

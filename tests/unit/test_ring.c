@@ -451,6 +451,32 @@ test_streams_every_count(void)
 		}
 }
 
+/* On a mesh of 8, small allreduces take recursive doubling over the
+ * mesh's links (group 0): every collective still exact and the same on
+ * every rank, with one stream and with two. */
+static void
+test_mesh_doubling_world_8(void)
+{
+	for (uint32_t k = 1; k <= 2; k++) {
+		struct ranks_job job = { .world = 8, .timeout_ms = 20000,
+			.mesh = true, .scenario = collectives_scenario,
+			.deadline_ms = 60000, .streams = k };
+		static struct ranks r;
+		int64_t t0 = ranks_now_ns();
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		ranks_check_clean(&r, 0xff, true);
+		for (uint32_t i = 0; i < job.world; i++)
+			CHECKF(r.report[i].hash == r.report[0].hash, "mesh of 8, "
+			    "%u stream(s): rank %u's results differ from rank "
+			    "0's", k, i);
+		printf("# mesh of 8, %u stream(s): every collective in %.0f ms\n",
+		    k, ranks_ms(ranks_now_ns() - t0));
+	}
+}
+
 static int small_sum_scenario(struct rank_ctx *ctx);
 
 /* A rank that opens another number of streams is refused at the
@@ -1749,6 +1775,7 @@ main(int argc, char **argv)
 	RUN(test_allreduce_64mib);
 	RUN(test_streams_every_count);
 	RUN(test_streams_mismatch_refused);
+	RUN(test_mesh_doubling_world_8);
 	RUN(test_bitwise_identical);
 	RUN(test_fold_order_is_the_same_on_every_rank);
 	RUN(test_congestion_control);
