@@ -114,12 +114,29 @@ start_pair() {
 	start_pair run --script "$BATS_TEST_TMPDIR/s" --streams 2 --timeout 20
 	for r in 0 1; do
 		wait_exit_ms "${RANK_PIDS[$r]}" 60 "$(now_ns)"
+		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
 		[ "$WAIT_STATUS" -eq 0 ]
 		grep -q '^line 4: expect = ok$' "$(out $r)"
 		grep -q '^line 9: expect = ok$' "$(out $r)"
 	done
 	grep -q 'connection 2: stalled after 1000000 bytes' "$BATS_TEST_TMPDIR/proxy.err"
 	grep -q 'connection 2: resumed after a stall of 3s' "$BATS_TEST_TMPDIR/proxy.err"
+}
+
+@test "one stream frozen for good: both ranks exit 5 after the timeout, the stream named" {
+	proxied_pair --stall-after 1000000
+	script
+	start_pair run --script "$BATS_TEST_TMPDIR/s" --streams 2 --timeout 3
+	wait_line "$BATS_TEST_TMPDIR/proxy.err" 'connection 2: stalled after 1000000 bytes' 20
+	for r in 0 1; do
+		wait_exit_ms "${RANK_PIDS[$r]}" 30 "$(now_ns)"
+		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3
+		[ "$WAIT_STATUS" -eq 5 ]
+	done
+	# The rank whose stream went silent mid-piece names its peer and the
+	# stream; the other hears it from its abort, or times out on it too.
+	grep -Eq 'timed out after 3s of silence .*rank [01] \(127\.0\.0\.1:[0-9]+\) on stream [01] of 2' \
+		"$(err 0)" "$(err 1)"
 }
 
 @test "one stream slowed to 4 MB/s: the transfers stay exact and bench links names it the slowest" {
