@@ -69,8 +69,11 @@ script() {
 	script
 	read -r -a PORTS <<<"$(free_ports 2 | tr '\n' ' ')"
 	loopback_list "$BATS_TEST_TMPDIR/peers" "${PORTS[@]}"
-	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --streams 2 --timeout 5
-	start_rank 1 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --streams 4 --timeout 5
+	# -v: each rejected connection is said as it comes (the final message
+	# names only the last, which may be another stream of a rank that
+	# left, closed before its hello).
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --streams 2 --timeout 5 -v
+	start_rank 1 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --streams 4 --timeout 5 -v
 	for r in 0 1; do
 		wait_exit_ms "${RANK_PIDS[$r]}" 30 "$(now_ns)"
 		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3

@@ -410,6 +410,30 @@ test_collectives_every_world(void)
 }
 
 /*
+ * Runs collectives_scenario as job: every rank clean and its results the
+ * same as rank 0's; *hash gets rank 0's.  what names the case.
+ */
+static void
+every_collective(const struct ranks_job *job, const char *what,
+    uint64_t *hash)
+{
+	static struct ranks r;
+	int64_t t0 = ranks_now_ns();
+
+	*hash = 0;
+	if (ranks_open(&r, job) != 0 || ranks_start(&r) != 0)
+		return;
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xff, true);
+	for (uint32_t i = 0; i < job->world; i++)
+		CHECKF(r.report[i].hash == r.report[0].hash, "%s: rank %u's "
+		    "results differ from rank 0's", what, i);
+	*hash = r.report[0].hash;
+	printf("# %s: every collective in %.0f ms\n", what,
+	    ranks_ms(ranks_now_ns() - t0));
+}
+
+/*
  * Several connections per link: every collective exact, the same on every
  * rank and as with one, on plain rings of 2 to 4 and a mesh of 3 (frame
  * checks on every other case), and a 64 MiB allreduce whose pieces spread
@@ -419,7 +443,8 @@ static void
 test_streams_every_count(void)
 {
 	static const uint32_t counts[] = { 1, 2, 4, 8 };
-	uint64_t one[5] = { 0 };
+	uint64_t one[5] = { 0 }, hash;
+	char what[64];
 
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
 		for (uint32_t w = 2; w <= 5; w++) {
@@ -428,26 +453,15 @@ test_streams_every_count(void)
 				.scenario = collectives_scenario,
 				.deadline_ms = 60000, .streams = counts[c],
 				.integrity = (c + w) % 2 == 1 };
-			static struct ranks r;
-			int64_t t0 = ranks_now_ns();
 
-			if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
-				return;
-			ranks_finish(&r);
-			ranks_check_clean(&r, 0xff, true);
-			for (uint32_t i = 0; i < job.world; i++)
-				CHECKF(r.report[i].hash == r.report[0].hash,
-				    "%u streams, world %u: rank %u's results "
-				    "differ from rank 0's", counts[c], w, i);
+			snprintf(what, sizeof(what), "%u stream(s), world %u%s%s",
+			    counts[c], job.world, job.mesh ? " (mesh)" : "",
+			    job.integrity ? ", checked" : "");
+			every_collective(&job, what, &hash);
 			if (c == 0)
-				one[w - 1] = r.report[0].hash;
-			CHECKF(r.report[0].hash == one[w - 1], "%u streams, world "
-			    "%u%s: results differ from one stream's", counts[c],
-			    job.world, job.mesh ? " (mesh)" : "");
-			printf("# %u stream(s), world %u%s%s: every collective in "
-			    "%.0f ms\n", counts[c], job.world, job.mesh ?
-			    " (mesh)" : "", job.integrity ? ", checked" : "",
-			    ranks_ms(ranks_now_ns() - t0));
+				one[w - 1] = hash;
+			CHECKF(hash == one[w - 1], "%s: results differ from one "
+			    "stream's", what);
 		}
 }
 
@@ -457,23 +471,16 @@ test_streams_every_count(void)
 static void
 test_mesh_doubling_world_8(void)
 {
+	char what[64];
+	uint64_t hash;
+
 	for (uint32_t k = 1; k <= 2; k++) {
 		struct ranks_job job = { .world = 8, .timeout_ms = 20000,
 			.mesh = true, .scenario = collectives_scenario,
 			.deadline_ms = 60000, .streams = k };
-		static struct ranks r;
-		int64_t t0 = ranks_now_ns();
 
-		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
-			return;
-		ranks_finish(&r);
-		ranks_check_clean(&r, 0xff, true);
-		for (uint32_t i = 0; i < job.world; i++)
-			CHECKF(r.report[i].hash == r.report[0].hash, "mesh of 8, "
-			    "%u stream(s): rank %u's results differ from rank "
-			    "0's", k, i);
-		printf("# mesh of 8, %u stream(s): every collective in %.0f ms\n",
-		    k, ranks_ms(ranks_now_ns() - t0));
+		snprintf(what, sizeof(what), "mesh of 8, %u stream(s)", k);
+		every_collective(&job, what, &hash);
 	}
 }
 
