@@ -373,6 +373,8 @@ conn(const struct run *r, int i)
 {
 	uint32_t streams = r->e->streams;
 
+	if (streams == 1)
+		return r->x->links[i];
 	return r->x->links[i / (int)streams] +
 	    (uint32_t)(i % (int)streams) * r->e->c.nlinks;
 }
@@ -386,6 +388,9 @@ finished(const struct run *r)
 		if (c->send >= 0 || c->recv >= 0)
 			return false;
 	}
+	/* One stream: its send ends only once the link is idle. */
+	if (r->e->streams == 1 && !r->x->drain)
+		return true;
 	for (int i = 0; i < nconns(r); i++) {
 		uint32_t k = conn(r, i);
 		const struct sr_link *l = run_link(r, k);
@@ -718,7 +723,7 @@ start(struct run *r, struct sr_error *err)
 		uint32_t k = x->links[i];
 		struct sr_cursor *c = &r->cursor[k];
 
-		if (pieces_room(r, k, c) != 0)
+		if (r->e->streams > 1 && pieces_room(r, k, c) != 0)
 			return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,
 			    "out of memory");
 		c->send = next_send(r, 0, k);

@@ -69,13 +69,13 @@ struct run {
 static inline uint32_t
 run_link_of(const struct run *r, uint32_t k)
 {
-	return k % r->e->c.nlinks;
+	return r->e->streams == 1 ? k : k % r->e->c.nlinks;
 }
 
 static inline uint32_t
 run_stream_of(const struct run *r, uint32_t k)
 {
-	return k / r->e->c.nlinks;
+	return r->e->streams == 1 ? 0 : k / r->e->c.nlinks;
 }
 
 /* The pieces of a receive of len bytes: an empty one is one frame. */

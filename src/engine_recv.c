@@ -265,7 +265,7 @@ sr_engine_recv_start(struct run *r, uint32_t link, int recv)
 
 	c->recv = recv;
 	c->prefix = 0;
-	if (recv >= 0)
+	if (recv >= 0 && r->e->streams > 1)
 		memset(c->pieces, 0, (size_t)(run_pieces(r,
 		    r->x->recvs[recv].len) + 7) / 8);
 }
@@ -306,9 +306,14 @@ piece_done(struct run *r, uint32_t k, struct sr_recv *v)
 
 	st->active = false;
 	st->fill = 0;
-	c->pieces[st->piece / 8] |= (uint8_t)(1u << (st->piece % 8));
-	while (c->prefix < run_pieces(r, v->len) && piece_in(c, c->prefix))
-		c->prefix++;
+	if (r->e->streams == 1) {
+		c->prefix++;	/* one stream: pieces come in order */
+	} else {
+		c->pieces[st->piece / 8] |= (uint8_t)(1u << (st->piece % 8));
+		while (c->prefix < run_pieces(r, v->len) &&
+		    piece_in(c, c->prefix))
+			c->prefix++;
+	}
 	note_done(r, c, NULL, v);
 	if (c->prefix == run_pieces(r, v->len)) {
 		v->complete = true;
