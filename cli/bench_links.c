@@ -22,6 +22,13 @@
  *
  * Every rank measures; the results go to every rank (so all agree on the
  * exit status) and rank 0 prints them.
+ *
+ * With several streams per link (--streams) each link's sender also
+ * counts what each of its connections carried of the alone transfers:
+ * a stream's throughput is its share of those bytes times the link's
+ * alone speed, shown with the kernel's counters for it (retransmits,
+ * round trip, congestion window), and the slowest stream of all is
+ * named.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +46,18 @@ struct probe {
 	double *times;		/* this rank's, then every rank's */
 	uint8_t *wire;		/* every rank's numbers, little-endian */
 	uint64_t *all;		/* decoded: alone, all at once, round trip */
+	/* Per stream of each rank's next link: bytes of its alone
+	 * transfers, retransmits, round trip (us), cwnd; this rank's, then
+	 * every rank's (streams x STREAM_FIELDS each). */
+	uint32_t streams;
+	uint64_t *stream_mine, *stream_all;
+	/* And each stream's two ends, "ip:port" NUL-padded to SR_ADDR_MAX:
+	 * this rank's (streams x 2), then every rank's. */
+	char *ends_mine, *ends_all;
 	struct sr_error err;
 };
+
+#define STREAM_FIELDS 4
 
 /* Median seconds of every rank's sr_ring_shift of ring_bytes. */
 static int
@@ -135,6 +152,152 @@ size_links(struct probe *p)
 	return 0;
 }
 
+/* The bytes each stream of the next link has sent so far. */
+static void
+stream_bytes(const struct probe *p, uint64_t *bytes)
+{
+	struct sr_stream_stats st;
+
+	for (uint32_t s = 0; s < p->streams; s++)
+		bytes[s] = sr_ring_next_stream(p->ring, s, &st) == 0 ?
+		    st.tx_bytes : 0;
+}
+
+/* What each stream of the next link carried since `before`, and its
+ * kernel counters now. */
+static void
+stream_note(struct probe *p, const uint64_t *before)
+{
+	for (uint32_t s = 0; s < p->streams; s++) {
+		uint64_t *f = p->stream_mine + s * STREAM_FIELDS;
+		struct sr_stream_stats st;
+
+		if (sr_ring_next_stream(p->ring, s, &st) != 0)
+			continue;
+		f[0] = st.tx_bytes - before[s];
+		f[1] = st.retransmits;
+		f[2] = st.rtt_us;
+		f[3] = st.cwnd;
+		memcpy(p->ends_mine + (2 * s) * SR_ADDR_MAX, st.local,
+		    SR_ADDR_MAX);
+		memcpy(p->ends_mine + (2 * s + 1) * SR_ADDR_MAX, st.remote,
+		    SR_ADDR_MAX);
+	}
+}
+
+/* Every rank's stream counts, in p->stream_all. */
+static int
+share_streams(struct probe *p)
+{
+	size_t n = (size_t)p->streams * STREAM_FIELDS;
+	uint8_t *slot = p->wire + (size_t)p->rank * n * 8;
+
+	if (p->streams < 2)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		bench_put_u64le(slot + k * 8, p->stream_mine[k]);
+	if (sr_allgather(p->ring, slot, n * 8, p->wire, &p->err) != 0)
+		return -1;
+	for (size_t i = 0; i < (size_t)p->world * n; i++)
+		p->stream_all[i] = bench_get_u64le(p->wire + i * 8);
+	n = (size_t)p->streams * 2 * SR_ADDR_MAX;
+	memcpy(p->ends_all + (size_t)p->rank * n, p->ends_mine, n);
+	if (sr_allgather(p->ring, p->ends_all + (size_t)p->rank * n, n,
+	    p->ends_all, &p->err) != 0)
+		return -1;
+	for (size_t i = 0; i < (size_t)p->world * p->streams * 2; i++)
+		p->ends_all[(i + 1) * SR_ADDR_MAX - 1] = '\0';
+	return 0;
+}
+
+/* End `which` (0 local, 1 remote) of stream s of rank from's link. */
+static const char *
+stream_end(const struct probe *p, uint32_t from, uint32_t s, int which)
+{
+	return p->ends_all + (((size_t)from * p->streams + s) * 2 +
+	    (size_t)which) * SR_ADDR_MAX;
+}
+
+/* Stream s of the link from rank `from`: its fields, and its GB/s (its
+ * share of the link's alone bytes at the link's alone speed). */
+static const uint64_t *
+stream_row(const struct probe *p, const struct bench_link *l, uint32_t from,
+    uint32_t s, double *gbps)
+{
+	const uint64_t *f = p->stream_all + ((size_t)from * p->streams + s) *
+	    STREAM_FIELDS;
+	uint64_t total = 0;
+
+	for (uint32_t k = 0; k < p->streams; k++)
+		total += p->stream_all[((size_t)from * p->streams + k) *
+		    STREAM_FIELDS];
+	*gbps = total > 0 ? l[from].gbps_alone * (double)f[0] /
+	    (double)total : 0.0;
+	return f;
+}
+
+static void
+print_streams(FILE *out, const struct probe *p, char **addresses,
+    const struct bench_link *l)
+{
+	uint32_t slow_from = 0, slow_s = 0;
+	double slowest = -1, gbps;
+
+	fprintf(out, "# streams: each link's %u connections during its alone "
+	    "transfers (a stream's share of the bytes at the link's speed; "
+	    "kernel counters at the end)\n", p->streams);
+	fprintf(out, "# %6s %6s %6s %12s %10s %8s %9s %6s  %s\n", "from",
+	    "to", "stream", "bytes", "GB/s", "retrans", "rtt(us)", "cwnd",
+	    "local -> remote");
+	for (uint32_t i = 0; i < p->world; i++)
+		for (uint32_t s = 0; s < p->streams; s++) {
+			const uint64_t *f = stream_row(p, l, i, s, &gbps);
+
+			fprintf(out, "  %6u %6u %6u %12llu %10.4f %8llu %9llu "
+			    "%6llu  %s -> %s\n", l[i].from, l[i].to, s,
+			    (unsigned long long)f[0], gbps,
+			    (unsigned long long)f[1], (unsigned long long)f[2],
+			    (unsigned long long)f[3], stream_end(p, i, s, 0),
+			    stream_end(p, i, s, 1));
+			if (slowest < 0 || gbps < slowest) {
+				slowest = gbps;
+				slow_from = i;
+				slow_s = s;
+			}
+		}
+	fprintf(out, "# slowest stream: rank %u (%s) -> rank %u (%s) stream %u: "
+	    "%.4g GB/s, %.2fx its link's mean stream\n", l[slow_from].from,
+	    addresses[l[slow_from].from], l[slow_from].to,
+	    addresses[l[slow_from].to], slow_s, slowest,
+	    l[slow_from].gbps_alone > 0 ? slowest * p->streams /
+	    l[slow_from].gbps_alone : 0.0);
+}
+
+static void
+print_streams_json(FILE *out, const struct probe *p,
+    const struct bench_link *l)
+{
+	double gbps;
+
+	for (uint32_t i = 0; i < p->world; i++)
+		for (uint32_t s = 0; s < p->streams; s++) {
+			const uint64_t *f = stream_row(p, l, i, s, &gbps);
+
+			fprintf(out, "{\"type\":\"stream\",\"schema\":1,"
+			    "\"from\":%u,\"to\":%u,\"stream\":%u,"
+			    "\"bytes\":%llu,\"gbps\":", l[i].from, l[i].to, s,
+			    (unsigned long long)f[0]);
+			json_number(out, gbps);
+			fprintf(out, ",\"retransmits\":%llu,\"rtt_us\":%llu,"
+			    "\"cwnd\":%llu,\"local\":", (unsigned long long)f[1],
+			    (unsigned long long)f[2], (unsigned long long)f[3]);
+			json_string(out, stream_end(p, i, s, 0));
+			fputs(",\"remote\":", out);
+			json_string(out, stream_end(p, i, s, 1));
+			fputs("}\n", out);
+		}
+}
+
 /* Every rank's latency, link alone and all-at-once times, in p->all. */
 static int
 measure(struct probe *p)
@@ -147,13 +310,22 @@ measure(struct probe *p)
 			return -1;
 	if (size_links(p) != 0)
 		return -1;
-	for (uint32_t from = 0; from < p->world; from++)
+	for (uint32_t from = 0; from < p->world; from++) {
+		uint64_t before[SR_RING_STREAMS_MAX];
+
+		if (from == p->rank)
+			stream_bytes(p, before);
 		if (one_link(p, from, p->bytes[from], 0, p->warmup, p->iters,
 		    &mine[0]) != 0)
 			return -1;
+		if (from == p->rank)
+			stream_note(p, before);
+	}
 	if (all_at_once(p, &mine[1]) != 0)
 		return -1;
-	return share(p, mine, 3);
+	if (share(p, mine, 3) != 0)
+		return -1;
+	return share_streams(p);
 }
 
 static void
@@ -289,12 +461,20 @@ allocate(struct probe *p, bool json)
 	/* Enough for every measurement, then every rank's shift time. */
 	p->times = calloc(p->iters + BENCH_PINGS + p->world,
 	    sizeof(*p->times));
-	p->wire = calloc(p->world, 24);
+	p->wire = calloc(p->world, 24 > p->streams * STREAM_FIELDS * 8 ? 24 :
+	    p->streams * STREAM_FIELDS * 8);
+	p->stream_mine = calloc(p->streams * STREAM_FIELDS, sizeof(uint64_t));
+	p->stream_all = calloc((size_t)p->world * p->streams * STREAM_FIELDS,
+	    sizeof(uint64_t));
+	p->ends_mine = calloc((size_t)p->streams * 2, SR_ADDR_MAX);
+	p->ends_all = calloc((size_t)p->world * p->streams * 2, SR_ADDR_MAX);
 	p->all = calloc(p->world, 3 * sizeof(*p->all));
 	p->bytes = calloc(p->world, sizeof(*p->bytes));
 	if (p->buf != NULL)
 		memset(p->buf, 0x5a, (size_t)p->max_bytes);
-	failed = p->buf == NULL || p->times == NULL || p->wire == NULL ||
+	failed = p->stream_mine == NULL || p->stream_all == NULL ||
+	    p->ends_mine == NULL || p->ends_all == NULL ||
+	    p->buf == NULL || p->times == NULL || p->wire == NULL ||
 	    p->all == NULL || p->bytes == NULL ? p->rank + 1 : 0;
 	if (failed)
 		cli_error("out of memory allocating %llu bytes for the link "
@@ -336,6 +516,10 @@ verdict(struct probe *p, const struct bench_options *o, char **addresses,
 		else
 			print_text(out, p, addresses, l, slowest, r->median,
 			    o->threshold);
+		if (p->streams > 1 && o->json)
+			print_streams_json(out, p, l);
+		else if (p->streams > 1 && !o->csv)
+			print_streams(out, p, addresses, l);
 		fflush(out);
 	}
 	free(l);
@@ -354,6 +538,7 @@ bench_links_run(struct sr_ring *ring, char **addresses,
 	p.ring = ring;
 	p.rank = sr_ring_rank(ring);
 	p.world = sr_ring_world(ring);
+	p.streams = sr_ring_streams(ring);
 	if (p.world == 1) {
 		if (p.rank == 0 && !o->json && !o->csv)
 			fputs("#\n# links: a world of one has no links\n", out);
@@ -370,5 +555,9 @@ bench_links_run(struct sr_ring *ring, char **addresses,
 	free(p.wire);
 	free(p.all);
 	free(p.bytes);
+	free(p.stream_mine);
+	free(p.stream_all);
+	free(p.ends_mine);
+	free(p.ends_all);
 	return rc;
 }

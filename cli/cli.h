@@ -162,6 +162,7 @@ struct cli_ring {
 	const char *key_file;	/* --key-file */
 	bool integrity;		/* --integrity */
 	bool mesh;		/* --mesh */
+	uint32_t streams;	/* --streams, 1 .. SR_RING_STREAMS_MAX */
 	/* bench connect: probe for this long (seconds, > 0) instead of
 	 * forming; cli_ring_open then fills *probe (world entries, the
 	 * caller frees them). */
@@ -189,6 +190,7 @@ enum {
 	OPT_TCP_CONGESTION,
 	OPT_PROGRESS_INTERVAL,
 	OPT_MESH,
+	OPT_STREAMS,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -209,6 +211,7 @@ enum {
 	{ "key-file", required_argument, NULL, OPT_KEY_FILE },                 \
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
 	{ "mesh", no_argument, NULL, OPT_MESH },                               \
+	{ "streams", required_argument, NULL, OPT_STREAMS },                   \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
 	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }

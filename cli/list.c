@@ -16,8 +16,41 @@ peer_list_free(struct peer_list *list)
 	for (uint64_t i = 0; i < list->n; i++)
 		free(list->addr[i]);
 	free(list->addr);
+	for (uint64_t i = 0; i < list->nics_n; i++) {
+		for (size_t k = 0; list->nics[i] != NULL &&
+		    list->nics[i][k] != NULL; k++)
+			free(list->nics[i][k]);
+		free(list->nics[i]);
+	}
+	free(list->nics);
 	list->addr = NULL;
 	list->n = 0;
+	list->nics = NULL;
+	list->nics_n = 0;
+}
+
+/* Rank `rank`'s addresses (n of them, NULL-terminated) as its nics. */
+static int
+set_nics(struct peer_list *list, uint64_t rank, char *const *addr, size_t n)
+{
+	char ***grown, **copy;
+
+	if (rank >= list->nics_n) {
+		grown = realloc(list->nics, (rank + 1) * sizeof(*grown));
+		if (grown == NULL)
+			return -1;
+		memset(grown + list->nics_n, 0, (rank + 1 - list->nics_n) *
+		    sizeof(*grown));
+		list->nics = grown;
+		list->nics_n = rank + 1;
+	}
+	if ((copy = calloc(n + 1, sizeof(*copy))) == NULL)
+		return -1;
+	list->nics[rank] = copy;
+	for (size_t k = 0; k < n; k++)
+		if ((copy[k] = strdup(addr[k])) == NULL)
+			return -1;
+	return 0;
 }
 
 int
@@ -227,14 +260,17 @@ json_next(struct json *j, const char *start)
 	return json_fail(j, start, "expected ',' or ']'");
 }
 
-/* One rank: "ip:port", or a list of them (MLX's connections per rank),
- * of which the ring uses the first. */
+/* One rank: "ip:port", or a list of them (MLX's connections per rank):
+ * the ring's address is the first, and the streams of a link spread
+ * over all of them (nics). */
 static int
 mlx_rank(struct json *j, const char *start, struct peer_list *out,
     const char *where)
 {
-	char addr[256];
+	char addr[256], all[SR_RING_STREAMS_MAX][256], what[200];
+	char *each[SR_RING_STREAMS_MAX];
 	bool first = true;
+	size_t n = 0;
 	int more;
 
 	if (j->p < j->end && *j->p == '"')
@@ -254,8 +290,24 @@ mlx_rank(struct json *j, const char *start, struct peer_list *out,
 		    (first && add_checked(out, addr, where, j->why,
 		    j->why_size) != 0))
 			return -1;
+		if (!first && check_address(addr, what, sizeof(what)) != 0) {
+			snprintf(j->why, j->why_size, "%s: %s", where, what);
+			return -1;
+		}
+		if (n == SR_RING_STREAMS_MAX) {
+			snprintf(j->why, j->why_size, "%s: more than %d addresses "
+			    "for one rank", where, SR_RING_STREAMS_MAX);
+			return -1;
+		}
+		snprintf(all[n], sizeof(all[n]), "%s", addr);
+		each[n] = all[n];
+		n++;
 		first = false;
 	} while ((more = json_next(j, start)) > 0);
+	if (more == 0 && n > 1 && set_nics(out, out->n - 1, each, n) != 0) {
+		snprintf(j->why, j->why_size, "%s: out of memory", where);
+		return -1;
+	}
 	return more;
 }
 
@@ -286,6 +338,12 @@ parse_mlx(const char *text, size_t len, const char *name,
 	json_skip(&j);
 	if (j.p != j.end)
 		return json_fail(&j, text, "text after the closing ']'");
+	/* As long as the list: the ranks of one address have none. */
+	if (out->nics != NULL && out->nics_n < out->n &&
+	    set_nics(out, out->n - 1, NULL, 0) == 0) {
+		free(out->nics[out->n - 1]);
+		out->nics[out->n - 1] = NULL;
+	}
 	return 0;
 }
 

@@ -22,6 +22,12 @@
 struct peer_list {
 	char **addr;
 	uint64_t n;
+	/* An MLX hostfile's ranks of several addresses: nics[i] (i <
+	 * nics_n) is rank i's, NULL-terminated, the first being addr[i]; a
+	 * rank past nics_n, or with nics[i] NULL, has one.  NULL when no
+	 * rank has several. */
+	char ***nics;
+	uint64_t nics_n;
 };
 
 void peer_list_free(struct peer_list *list);
@@ -32,7 +38,9 @@ int peer_list_add(struct peer_list *list, const char *address);
  * Parses a list: a plain list (one host:port per line, '#' comments and
  * blank lines ignored) or, when the first non-blank byte is '[', an MLX
  * hostfile (a JSON list with one entry per rank, each a list of "ip:port"
- * strings; the first string of each entry is the rank's address).  name
+ * strings; the first string of each entry is the rank's address, and
+ * all of them, at most SR_RING_STREAMS_MAX, go to nics when any rank has
+ * more than one).  name
  * is for messages ("hosts.txt:3: 'x' has no :port").  0, or -1 with why.
  * Duplicate addresses and more than LIST_MAX_RANKS entries are errors.
  */

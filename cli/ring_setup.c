@@ -58,6 +58,9 @@ const char cli_ring_help[] =
 "      --mesh               connect every pair of ranks, not only ring\n"
 "                           neighbours (every rank must agree; groups and\n"
 "                           pair tests need it)\n"
+"      --streams K          open K TCP connections per link (1-8, default 1;\n"
+"                           every rank must agree): a link's data goes on\n"
+"                           whichever connection can take it first\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -79,6 +82,7 @@ cli_ring_init(struct cli_ring *opts)
 	opts->timeout = DEFAULT_TIMEOUT;
 	opts->congestion = "auto";
 	opts->progress = DEFAULT_PROGRESS;
+	opts->streams = 1;
 }
 
 int
@@ -154,6 +158,15 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		return 1;
 	case OPT_MESH:
 		opts->mesh = true;
+		return 1;
+	case OPT_STREAMS:
+		if (cli_parse_uint(arg, 1, SR_RING_STREAMS_MAX, &v) != 0) {
+			cli_usage_error("--streams '%s' is not a number of "
+			    "connections per link (1-%d)", arg,
+			    SR_RING_STREAMS_MAX);
+			return -1;
+		}
+		opts->streams = (uint32_t)v;
 		return 1;
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
@@ -342,6 +355,33 @@ bind_ephemeral(struct setup *s)
 	return 0;
 }
 
+/* Entry i's other addresses (an MLX hostfile's several a rank): each
+ * listened on too, but where --host is a wildcard that covers it. */
+static int
+bind_others(struct setup *s, uint64_t i, uint16_t first, struct sr_error *err)
+{
+	const char *h = s->opts->host;
+	bool wildcard = h != NULL && (strcmp(h, "0.0.0.0") == 0 ||
+	    strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0);
+
+	for (size_t k = 1; i < s->list.nics_n && s->list.nics[i] != NULL &&
+	    s->list.nics[i][k] != NULL; k++) {
+		char host[SR_ADDR_MAX], why[SR_ADDR_MAX + 64];
+		uint16_t port;
+
+		if (sr_address_split(s->list.nics[i][k], host, sizeof(host),
+		    &port, why, sizeof(why)) != SR_ADDRESS_OK)
+			return sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND, "%s",
+			    why);
+		if (wildcard && port == first)
+			continue;
+		if (sr_listener_also(s->listener, host, port, err) != 0)
+			return -1;
+		cli_status("listening on %s too", s->list.nics[i][k]);
+	}
+	return 0;
+}
+
 /* Binds list entry i (on --host when given) and advertises the entry. */
 static int
 bind_entry(struct setup *s, uint64_t i, struct sr_error *err)
@@ -353,8 +393,14 @@ bind_entry(struct setup *s, uint64_t i, struct sr_error *err)
 	if (sr_address_split(s->list.addr[i], host, sizeof(host), &port, why,
 		sizeof(why)) != SR_ADDRESS_OK)
 		return sr_error_set(err, SR_ECONFIG, SR_PHASE_BIND, "%s", why);
-	return listen_on(s, s->opts->host != NULL ? s->opts->host : host, host,
-	    port, err);
+	if (listen_on(s, s->opts->host != NULL ? s->opts->host : host, host,
+	    port, err) != 0)
+		return -1;
+	if (bind_others(s, i, port, err) == 0)
+		return 0;
+	sr_listener_close(s->listener);
+	s->listener = NULL;
+	return -1;
 }
 
 /* With a static list: bind this rank's own entry, or, with no rank known,
@@ -859,6 +905,11 @@ form(struct setup *s, struct sr_ring **ring)
 	options.progress_ms = cli_progress_ms;
 	options.integrity = s->opts->integrity;
 	options.mesh = s->opts->mesh;
+	options.streams = s->opts->streams;
+	/* An MLX hostfile's several addresses a rank: the streams spread
+	 * over them (list.c keeps nics as long as the list). */
+	if (s->list.nics != NULL && s->list.nics_n == s->list.n)
+		options.nic_addresses = (const char *const *const *)s->list.nics;
 	if (s->opts->probe > 0 && s->opts->probe_report != NULL) {
 		options.probe_ms = (int64_t)(s->opts->probe * 1000);
 		if (options.probe_ms < 1)
@@ -962,7 +1013,7 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 void
 cli_addresses_free(char **addresses, uint64_t world)
 {
-	struct peer_list list = { addresses, world };
+	struct peer_list list = { .addr = addresses, .n = world };
 
 	peer_list_free(&list);
 }

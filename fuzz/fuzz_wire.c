@@ -93,6 +93,12 @@ fuzz_hello(const uint8_t *data, size_t size)
 	FUZZ_CHECK(hello.world == u32_at(in + SR_HELLO_OFF_WORLD));
 	FUZZ_CHECK(hello.flags == u32_at(in + SR_HELLO_OFF_FLAGS));
 	FUZZ_CHECK(hello.token == u64_at(in + SR_HELLO_OFF_TOKEN));
+	/* The streams field: 1 .. 16 streams, a stream 0 .. 15, from the
+	 * flags' second byte alone. */
+	FUZZ_CHECK(sr_hello_streams(hello.flags) ==
+	    ((in[SR_HELLO_OFF_FLAGS + 1] & 0xf) + 1u));
+	FUZZ_CHECK(sr_hello_stream(hello.flags) ==
+	    (uint32_t)(in[SR_HELLO_OFF_FLAGS + 1] >> 4));
 	out = malloc(SR_HELLO_LEN);
 	FUZZ_CHECK(out != NULL);
 	sr_hello_encode(&hello, out);
@@ -334,14 +340,16 @@ fuzz_frame(const uint8_t *data, size_t size)
 		in = exact(data, SR_FRAME_WIDE_LEN);
 		sr_frame_decode_wide(in, &wide);
 		FUZZ_CHECK(wide.group == u32_at(in + SR_FRAME_OFF_GROUP));
+		FUZZ_CHECK(wide.piece == u32_at(in + SR_FRAME_OFF_PIECE));
 		FUZZ_CHECK(wide.kind == frame.kind && wide.seq == frame.seq &&
 		    wide.length == frame.length && wide.step == frame.step);
 		out = malloc(SR_FRAME_WIDE_LEN);
 		FUZZ_CHECK(out != NULL);
 		sr_frame_encode_wide(&wide, out);
+		/* Every field from the step on comes back, the group and the
+		 * piece (several streams' place of a frame) too. */
 		FUZZ_CHECK(memcmp(out + SR_FRAME_OFF_STEP, in + SR_FRAME_OFF_STEP,
-		    SR_FRAME_OFF_RESERVED2 - SR_FRAME_OFF_STEP) == 0);
-		FUZZ_CHECK(u32_at(out + SR_FRAME_OFF_RESERVED2) == 0);
+		    SR_FRAME_WIDE_LEN - SR_FRAME_OFF_STEP) == 0);
 		free(out);
 		free(in);
 		check_against(&wide, &fixed);

@@ -178,21 +178,31 @@ pending_hello(struct formation *f, struct pending *p)
 	enum sr_verdict verdict;
 	char reason[200];
 	const char *why;
+	bool streams_ok, awaited;
 
 	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
 		reject(f, p->address, false, "%s", why);
 		return PENDING_DROP;
 	}
 	p->claims = hello.rank;
-	verdict = sr_hello_judge(&hello, f->token, f->world,
-	    !f->mesh ? f->a.expected : sr_acceptor_awaits(f, hello.rank) ?
-	    hello.rank : SR_NO_RANK);
+	p->stream = sr_hello_stream(hello.flags);
+	streams_ok = sr_hello_streams(hello.flags) == f->streams &&
+	    p->stream < f->streams;
+	/* A stream of another count is judged as such (below), not as a
+	 * rank this one does not await. */
+	awaited = streams_ok ? sr_acceptor_awaits_stream(f, hello.rank,
+	    p->stream) : sr_acceptor_dialled_by(f, hello.rank);
+	verdict = sr_hello_judge(&hello, f->token, f->world, awaited ?
+	    hello.rank : !f->mesh && hello.rank != f->a.expected ?
+	    f->a.expected : SR_NO_RANK);
 	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
 	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
 	if (verdict == SR_VERDICT_ACCEPTED &&
 	    (!(hello.flags & SR_HELLO_MESH) != !f->mesh ||
 	    !(hello.flags & SR_HELLO_PROBE) != !f->probe))
 		verdict = SR_VERDICT_MESH;
+	else if (verdict == SR_VERDICT_ACCEPTED && !streams_ok)
+		verdict = (enum sr_verdict)(SR_VERDICT_STREAMS + f->streams - 1);
 	else if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
 	    !(hello.flags & SR_HELLO_AUTH))
 		verdict = SR_VERDICT_AUTH_REQUIRED;
@@ -204,6 +214,16 @@ pending_hello(struct formation *f, struct pending *p)
 		verdict = SR_VERDICT_INTEGRITY;
 	else if (verdict == SR_VERDICT_ACCEPTED && f->leaving && !f->keyed)
 		verdict = SR_VERDICT_NEXT_AUTH;
+	if (verdict >= SR_VERDICT_STREAMS && verdict <= SR_VERDICT_STREAMS_LAST) {
+		snprintf(reason, sizeof(reason), "it opens %u stream(s) per link "
+		    "(--streams %u) and this rank %u (--streams %u)%s (it claims "
+		    "rank %u of %u)", sr_hello_streams(hello.flags),
+		    sr_hello_streams(hello.flags), f->streams, f->streams,
+		    sr_hello_streams(hello.flags) == f->streams ?
+		    "; its connection names a stream past them" : "",
+		    hello.rank, hello.world);
+		return answer_and_reject(f, p, verdict, false, reason);
+	}
 	switch (verdict) {
 	case SR_VERDICT_ACCEPTED:
 		break;
@@ -367,11 +387,9 @@ sr_acceptor_progress(struct formation *f, int i)
 			break;
 		p->since = sr_clock_ns();
 	}
-	if (step == PENDING_TAKE && !f->mesh) {
-		a->prev_fd = p->fd;
-		p->fd = -1;
-	} else if (step == PENDING_TAKE) {
-		a->fds[p->claims] = p->fd;
+	if (step == PENDING_TAKE) {
+		*sr_acceptor_slot(a, f->mesh, f->streams, p->claims,
+		    p->stream) = p->fd;
 		a->missing--;
 		p->fd = -1;
 	}
@@ -387,10 +405,11 @@ sr_acceptor_accept(struct formation *f)
 	int64_t now;
 	int fd;
 
-	for (int burst = 0; burst < ACCEPT_BURST && sr_acceptor_open(f);
-	    burst++) {
+	for (int burst = 0; burst < ACCEPT_BURST * a->nlisten &&
+	    sr_acceptor_open(f); burst++) {
 		peer.len = sizeof(peer.ss);
-		fd = accept4(a->listen_fd, (struct sockaddr *)&peer.ss, &peer.len,
+		fd = accept4(a->listen_fds[burst % a->nlisten],
+		    (struct sockaddr *)&peer.ss, &peer.len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
 		    errno == ENOBUFS || errno == ENOMEM)) {
@@ -402,7 +421,7 @@ sr_acceptor_accept(struct formation *f)
 			return;
 		}
 		if (fd < 0)
-			return; /* EAGAIN, or a stray that reset: keep waiting */
+			continue; /* EAGAIN, or a stray that reset: keep waiting */
 		now = sr_clock_ns();
 		make_room(f, &peer, now);
 		p = &a->pending[a->npending++];

@@ -30,9 +30,6 @@
  * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
 #define SR_SMALL_ALWAYS 4096u
-/* Bounds of an allreduce's frame size (see sr_plan_frame_size). */
-#define SR_FRAME_MIN (128u << 10)
-#define SR_FRAME_BIG (1u << 20)
 
 /* Fails at once on a broken ring (or none); else counts the collective
  * this call starts (ring->seq, the frames' seq). */
@@ -156,23 +153,6 @@ sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
 }
 
 /*
- * The frame size for ring steps of `block` bytes: a quarter block, so a
- * forwarding rank starts after a quarter of a step, within bounds; each
- * frame costs a header, and runs of small ones cost more than the
- * pipelining gains (measured: 128 KiB to 1 MiB did best).
- */
-uint64_t
-sr_plan_frame_size(size_t block)
-{
-	/* Whole pages: a multiple of every element size. */
-	uint64_t frame = (block / 4) & ~(uint64_t)4095;
-
-	if (frame < SR_FRAME_MIN)
-		return SR_FRAME_MIN;
-	return frame > SR_FRAME_BIG ? SR_FRAME_BIG : frame;
-}
-
-/*
  * One direction only: halves each way (MLX's bidirectional ring) measured
  * 10-20% slower on loopback, where the copies, not the links, are the
  * limit, and a ring already keeps every NIC busy both ways.
@@ -189,8 +169,7 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 		return nomem(ring, err);
 	x.dtype = dtype;
 	x.op = op;
-	x.frame_max = sr_plan_frame_size(count * sr_dtype_size(dtype) /
-	    ring->world);
+	x.frame_max = SR_PLAN_FRAME;
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
 	sr_plan_allreduce(&x, &d, frame, send, recv, count, sr_dtype_size(dtype),
@@ -365,6 +344,9 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 	}
 	if (!small_enough(ring->world, count * es))
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
+		return sr_mesh_allreduce(ring, send, recv, count, dtype, op,
+		    err);
 	if (ring->world == 4)
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
 	return small_allreduce(ring, send, recv, count, dtype, op, err);
@@ -594,8 +576,9 @@ exchange_goodbyes(struct sr_ring *ring, struct sr_error *err)
 		if (bye.collectives != ring->seq || bye.world != ring->world ||
 		    bye.rank != ring->links[link[s]].rank)
 			return bad_goodbye(ring, link[s], &bye, err);
-		/* From now on its EOF is a clean end. */
-		sr_link_goodbye(&ring->links[link[s]]);
+		/* From now on its EOF is a clean end, on every stream. */
+		for (uint32_t k = 0; k < ring->streams; k++)
+			sr_link_goodbye(sr_ring_stream(ring, link[s], k));
 	}
 	return 0;
 }
@@ -614,7 +597,9 @@ drain_to_eof(struct sr_ring *ring, struct sr_error *err)
 	struct sr_transfer x;
 
 	for (int i = 0; i < ring->nall_links; i++)
-		sr_link_shutdown(&ring->links[ring->all_links[i]]);
+		for (uint32_t k = 0; k < ring->streams; k++)
+			sr_link_shutdown(sr_ring_stream(ring,
+			    ring->all_links[i], k));
 	if (sr_ring_plan(ring, 1, &x) != 0)
 		return 0;
 	x.links = ring->all_links;

@@ -45,16 +45,21 @@ struct sr_engine *
 sr_engine_new(const struct sr_engine_config *config)
 {
 	struct sr_engine *e = calloc(1, sizeof(*e));
+	uint32_t streams = config->streams > 0 ? config->streams : 1;
+	size_t n = config->nlinks > 0 ? config->nlinks : 1;
 
 	if (e == NULL)
 		return NULL;
-	e->cursor = calloc(config->nlinks > 0 ? config->nlinks : 1,
-	    sizeof(*e->cursor));
-	if (e->cursor == NULL) {
+	e->cursor = calloc(n, sizeof(*e->cursor));
+	e->stream = calloc(n * streams, sizeof(*e->stream));
+	if (e->cursor == NULL || e->stream == NULL) {
+		free(e->cursor);
+		free(e->stream);
 		free(e);
 		return NULL;
 	}
 	e->c = *config;
+	e->streams = streams;
 	e->spin_ns = SR_SPIN_NS;
 	return e;
 }
@@ -65,8 +70,11 @@ sr_engine_free(struct sr_engine *e)
 	if (e == NULL)
 		return;
 	for (uint32_t i = 0; i < e->c.nlinks; i++)
-		free(e->cursor[i].segment);
+		free(e->cursor[i].pieces);
+	for (uint32_t i = 0; i < e->c.nlinks * e->streams; i++)
+		free(e->stream[i].segment);
 	free(e->cursor);
+	free(e->stream);
 	free(e);
 }
 
@@ -132,9 +140,9 @@ sr_engine_peer_error(struct run *r, uint32_t link, enum sr_code code,
     struct sr_error *err, const char *fmt, ...)
 {
 	struct sr_link *l = run_link(r, link);
-	char what[300], where[160] = "";
+	char what[300], where[160] = "", stream[40] = "";
 	struct sr_frame frame;
-	bool have = frame_due(r, link, &frame);
+	bool have = frame_due(r, run_link_of(r, link), &frame);
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -142,8 +150,11 @@ sr_engine_peer_error(struct run *r, uint32_t link, enum sr_code code,
 	va_end(ap);
 	if (have)
 		sr_frame_describe(&frame, where, sizeof(where));
-	sr_error_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s",
-	    what, l->rank, l->address, where[0] ? " in " : "", where);
+	if (r->e->streams > 1)
+		snprintf(stream, sizeof(stream), " on stream %u of %u",
+		    run_stream_of(r, link), r->e->streams);
+	sr_error_set(err, code, SR_PHASE_COLLECTIVE, "%s rank %u (%s)%s%s%s",
+	    what, l->rank, l->address, stream, where[0] ? " in " : "", where);
 	err->peer = l->rank;
 	snprintf(err->peer_address, sizeof(err->peer_address), "%s",
 	    l->address);
@@ -216,7 +227,10 @@ start_piece(struct run *r, struct sr_link *l, struct sr_send *s)
 	    send_ready(r, s) < s->off + piece)
 		return false;
 	frame.length = piece;
+	if (r->e->streams > 1)
+		frame.piece = (uint32_t)(s->off / r->frame_max);
 	sr_link_put_frame(l, &frame, s->data + s->off);
+	s->off += piece;
 	s->started = true;
 	return true;
 }
@@ -240,29 +254,79 @@ send_failed(struct run *r, uint32_t link, struct sr_error *err)
 	return -1;
 }
 
-/* Sends what it can on a link; returns bytes moved or -1 on error. */
-static int64_t
-pump_out(struct run *r, uint32_t link, struct sr_error *err)
+/*
+ * Which stream of link takes the next piece of send s, connection k
+ * being idle: with one stream, or a send of one piece, k; k too while
+ * its kernel holds less than a quarter frame unacknowledged (it keeps
+ * up); else the idle stream whose kernel holds the least.  ring.c keeps
+ * what a stream holds unsent to a frame, but an idle stream may still
+ * hold much in flight: a capped, slow or stalled one holds the most and
+ * is handed the fewest pieces.  With every flow capped (scripts/bench-
+ * streams, 4 streams, 16 MiB at world 2, the ratio to one stream, medians
+ * of 3 runs) the first idle stream taking each piece gave 2.55-3.33x
+ * (one stream handed three of a step's eight pieces, another one), this
+ * 3.91x and 3.96x; on loopback it measured the same as the first idle
+ * stream (alternating call by call, 16 MiB and 256 MiB, within 2%).
+ */
+static uint32_t
+least_queued(const struct run *r, uint32_t link, uint32_t k,
+    const struct sr_send *s)
 {
+	uint64_t best = 0;
+
+	if (r->e->streams == 1 || s->len <= r->frame_max)
+		return k;
+	best = sr_link_queued(run_link(r, k));
+	if (best < r->frame_max / 4)
+		return k;
+	for (uint32_t j = 0; j < r->e->streams && best > 0; j++) {
+		uint32_t c = link + j * r->e->c.nlinks;
+		const struct sr_link *l = run_link(r, c);
+		uint64_t q;
+
+		if (c == k || !sr_link_tx_idle(l) || l->tx_errno != 0)
+			continue;
+		if ((q = sr_link_queued(l)) < best) {
+			best = q;
+			k = c;
+		}
+	}
+	return k;
+}
+
+/*
+ * Sends what it can on connection k; returns bytes moved or -1 on error.
+ * Each time the connection has handed its frame to the kernel the link's
+ * next piece goes out: with several streams, on the idle one that holds
+ * the least (least_queued), pushed there at once, until k takes one or
+ * the socket it went to is full.
+ */
+static int64_t
+pump_out(struct run *r, uint32_t k, struct sr_error *err)
+{
+	uint32_t link = run_link_of(r, k);
 	struct sr_cursor *c = &r->cursor[link];
-	struct sr_link *l = run_link(r, link);
+	struct sr_stream *st = &r->e->stream[k];
+	struct sr_link *l = run_link(r, k);
 	int64_t moved = 0;
 
 	if (l->tx_errno != 0) {
 		/* Nothing more will be read there: the send's error stands. */
 		if (l->rx == SR_RX_READY || l->eof) {
 			errno = l->tx_errno;
-			sr_engine_io_error(r, link, SR_IO_ERROR, err);
+			sr_engine_io_error(r, k, SR_IO_ERROR, err);
 			return -1;
 		}
 		return 0;
 	}
 	for (;;) {
 		uint64_t payload;
+		uint32_t to;
 
 		if (sr_link_tx_idle(l)) {
 			struct sr_send *s;
 
+			st->carrying = false;
 			if (c->send < 0)
 				break;
 			s = &r->x->sends[c->send];
@@ -270,16 +334,23 @@ pump_out(struct run *r, uint32_t link, struct sr_error *err)
 				c->send = next_send(r, c->send + 1, link);
 				continue;
 			}
+			if ((to = least_queued(r, link, k, s)) != k) {
+				if (!start_piece(r, run_link(r, to), s))
+					break;
+				r->e->stream[to].carrying = true;
+				moved += sr_link_push(run_link(r, to), &payload);
+				if (run_link(r, to)->tx_errno != 0)
+					return send_failed(r, to, err) < 0 ? -1 :
+					    moved;
+				continue;
+			}
 			if (!start_piece(r, l, s))
 				break;	/* waiting for the gate */
+			st->carrying = true;
 		}
 		moved += sr_link_push(l, &payload);
-		/* The frame under way is the current send's piece, or a
-		 * heartbeat (no payload). */
-		if (c->send >= 0)
-			r->x->sends[c->send].off += payload;
 		if (l->tx_errno != 0)
-			return send_failed(r, link, err) < 0 ? -1 : moved;
+			return send_failed(r, k, err) < 0 ? -1 : moved;
 		if (!sr_link_tx_idle(l))
 			break;	/* the socket is full */
 	}
@@ -288,29 +359,71 @@ pump_out(struct run *r, uint32_t link, struct sr_error *err)
 
 /* ---------------------------------------------------------- the poll loop */
 
+/* The connections of the transfer: each link's streams, link by link. */
+static int
+nconns(const struct run *r)
+{
+	return r->x->nlinks * (int)r->e->streams;
+}
+
+/* The i-th of them: stream i % streams of the transfer's link i /
+ * streams. */
+static uint32_t
+conn(const struct run *r, int i)
+{
+	uint32_t streams = r->e->streams;
+
+	if (streams == 1)
+		return r->x->links[i];
+	return r->x->links[i / (int)streams] +
+	    (uint32_t)(i % (int)streams) * r->e->c.nlinks;
+}
+
 static bool
 finished(const struct run *r)
 {
 	for (int i = 0; i < r->x->nlinks; i++) {
-		uint32_t k = r->x->links[i];
-		const struct sr_cursor *c = &r->cursor[k];
+		const struct sr_cursor *c = &r->cursor[r->x->links[i]];
 
-		if (c->send >= 0 || c->recv >= 0 ||
-		    (r->x->drain && !run_link(r, k)->eof))
+		if (c->send >= 0 || c->recv >= 0)
+			return false;
+	}
+	/* One stream: its send ends only once the link is idle. */
+	if (r->e->streams == 1 && !r->x->drain)
+		return true;
+	for (int i = 0; i < nconns(r); i++) {
+		uint32_t k = conn(r, i);
+		const struct sr_link *l = run_link(r, k);
+
+		if ((r->e->stream[k].carrying && !sr_link_tx_idle(l)) ||
+		    (r->x->drain && !l->eof))
 			return false;
 	}
 	return true;
 }
 
-/* Whether this rank waits on link k: a receive is due from it, it does
- * not drain what this rank sends, or (closing) its end is still due. */
+/* Whether this rank waits on connection k by itself: it does not drain
+ * what this rank sends, a piece is half read from it, or (closing) its
+ * end is still due.  (A receive due on its link, with no piece under
+ * way, is waited for on the link's freshest stream: check_silence.) */
 static bool
 waits_on(const struct run *r, uint32_t k)
 {
 	const struct sr_link *l = run_link(r, k);
 
-	return r->cursor[k].recv >= 0 || sr_link_tx_blocked(l) ||
-	    l->tx_errno != 0 || (r->x->drain && !l->eof);
+	return sr_link_tx_blocked(l) || l->tx_errno != 0 ||
+	    (r->x->drain && !l->eof) || (r->cursor[run_link_of(r, k)].recv >=
+	    0 && (r->e->streams == 1 || r->e->stream[k].active));
+}
+
+/* Whether a stream of link L has a frame stuck in a full socket. */
+static bool
+link_blocked(const struct run *r, uint32_t link)
+{
+	for (uint32_t s = 0; s < r->e->streams; s++)
+		if (sr_link_tx_blocked(run_link(r, link + s * r->e->c.nlinks)))
+			return true;
+	return false;
 }
 
 /* The link this rank waits on: the last of the transfer's with a
@@ -321,8 +434,7 @@ waited_link(const struct run *r, bool blocked)
 	for (int i = r->x->nlinks - 1; i >= 0; i--) {
 		uint32_t k = r->x->links[i];
 
-		if (r->cursor[k].recv >= 0 ||
-		    (blocked && sr_link_tx_blocked(run_link(r, k))))
+		if (r->cursor[k].recv >= 0 || (blocked && link_blocked(r, k)))
 			return k;
 	}
 	return r->x->links[0];
@@ -342,7 +454,8 @@ silence_error(struct run *r, uint32_t k, struct sr_error *err)
 	sr_clock_format_ms(r->e->c.timeout_ms, took, sizeof(took));
 	sr_engine_peer_error(r, k, SR_ETIMEOUT, err,
 	    "timed out after %s of silence %s", took,
-	    r->cursor[k].recv < 0 && sr_link_tx_blocked(run_link(r, k)) ?
+	    r->cursor[run_link_of(r, k)].recv < 0 &&
+	    sr_link_tx_blocked(run_link(r, k)) ?
 	    "waiting to send to" : "waiting for data from");
 }
 
@@ -363,10 +476,29 @@ stall_error(struct run *r, struct sr_error *err)
 	    "this rank waits on", took, also);
 }
 
+/* When link L was last heard on any stream, and the stream. */
+static int64_t
+link_heard(const struct run *r, uint32_t link, uint32_t *k)
+{
+	int64_t heard = INT64_MIN;
+
+	for (uint32_t s = 0; s < r->e->streams; s++) {
+		uint32_t j = link + s * r->e->c.nlinks;
+
+		if (run_link(r, j)->heard_ns > heard) {
+			heard = run_link(r, j)->heard_ns;
+			*k = j;
+		}
+	}
+	return heard;
+}
+
 /*
  * The silence checks: -1 with err when a link this rank waits on stayed
  * silent for the timeout, or nothing moved for twice the timeout.  Else
- * *wake is when the next check is due.
+ * *wake is when the next check is due.  A receive due on a link of
+ * several streams is waited for on any of them (the sender may use any),
+ * a piece under way on its own stream.
  */
 static int
 check_silence(struct run *r, int64_t now, int64_t *wake,
@@ -377,12 +509,22 @@ check_silence(struct run *r, int64_t now, int64_t *wake,
 	int found = -1;
 
 	*wake = r->progress_ns + 2 * timeout;
-	for (int i = 0; i < r->x->nlinks; i++) {
-		uint32_t k = r->x->links[i];
-		int64_t heard = run_link(r, k)->heard_ns;
+	for (int i = 0; i < nconns(r) + r->x->nlinks; i++) {
+		uint32_t k = 0;
+		int64_t heard;
 
-		if (!waits_on(r, k))
-			continue;
+		if (i < nconns(r)) {
+			k = conn(r, i);
+			if (!waits_on(r, k))
+				continue;
+			heard = run_link(r, k)->heard_ns;
+		} else {
+			uint32_t link = r->x->links[i - nconns(r)];
+
+			if (r->e->streams == 1 || r->cursor[link].recv < 0)
+				continue;
+			heard = link_heard(r, link, &k);
+		}
 		if (heard < quietest) {
 			quietest = heard;
 			found = (int)k;
@@ -404,7 +546,8 @@ check_silence(struct run *r, int64_t now, int64_t *wake,
 /*
  * Tells each peer of the transfer this rank has sent nothing to for a
  * heartbeat period that it is alive, and whom it waits on, when the link
- * is between frames.  Lowers *wake to the next heartbeat due.
+ * is between frames (each stream its own).  Lowers *wake to the next
+ * heartbeat due.
  */
 static int
 heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
@@ -416,8 +559,8 @@ heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
 		return 0;
 	beat = sr_heartbeat_frame(r->cursor[waited].recv >= 0 ?
 	    run_link(r, waited)->rank : SR_NO_RANK, r->x->seq);
-	for (int i = 0; i < r->x->nlinks; i++) {
-		uint32_t k = r->x->links[i];
+	for (int i = 0; i < nconns(r); i++) {
+		uint32_t k = conn(r, i);
 		struct sr_link *l = run_link(r, k);
 		uint64_t payload;
 
@@ -441,17 +584,20 @@ heartbeats(struct run *r, int64_t now, int64_t *wake, struct sr_error *err)
 	return 0;
 }
 
-/* What this rank waits for on each link of the transfer, for poll. */
+/* What this rank waits for on each connection of the transfer, for
+ * poll.  A stream holding a header of a later frame waits until its
+ * turn comes, not for bytes. */
 static void
 wait_for(const struct run *r, struct pollfd *fds)
 {
-	for (int i = 0; i < r->x->nlinks; i++) {
-		uint32_t k = r->x->links[i];
+	for (int i = 0; i < nconns(r); i++) {
+		uint32_t k = conn(r, i);
 		const struct sr_link *l = run_link(r, k);
 		bool idle = l->rx == SR_RX_READY || l->eof;
 
 		fds[i].fd = l->fd;
-		fds[i].events = idle && r->cursor[k].recv < 0 ? 0 : POLLIN;
+		fds[i].events = idle && (r->cursor[run_link_of(r, k)].recv < 0 ||
+		    l->rx == SR_RX_READY) ? 0 : POLLIN;
 		if (sr_link_tx_blocked(l))
 			fds[i].events |= POLLOUT;
 		/* An idle link would still report POLLHUP: leave it out, or
@@ -485,6 +631,69 @@ spin(struct pollfd *fds, nfds_t n, int64_t spin_until)
 	return rc;
 }
 
+/* Room in c's bitmap for the pieces of every receive of the transfer on
+ * the link; -1 on ENOMEM. */
+static int
+pieces_room(struct run *r, uint32_t link, struct sr_cursor *c)
+{
+	size_t need = 1;
+
+	for (int i = 0; i < r->x->nrecvs; i++)
+		if (r->x->recvs[i].link == link) {
+			size_t bytes = (size_t)(run_pieces(r,
+			    r->x->recvs[i].len) + 7) / 8;
+
+			if (bytes > need)
+				need = bytes;
+		}
+	if (need <= c->pieces_size)
+		return 0;
+	free(c->pieces);
+	c->pieces_size = 0;
+	if ((c->pieces = malloc(need)) == NULL)
+		return -1;
+	c->pieces_size = need;
+	return 0;
+}
+
+/* A connection of the transfer: its stream's state and its clocks. */
+static int
+start_conn(struct run *r, uint32_t k, int64_t now, struct sr_error *err)
+{
+	struct sr_stream *st = &r->e->stream[k];
+	struct sr_cursor *c = &r->cursor[run_link_of(r, k)];
+	struct sr_link *l = run_link(r, k);
+
+	if (l->fd < 0) {
+		uint32_t peer = run_link_of(r, k);
+
+		sr_error_set(err, SR_EPEER_CLOSED, SR_PHASE_COLLECTIVE,
+		    "no link to rank %u (%s): it did not form", peer,
+		    peer < r->e->c.world ? r->e->c.addresses[peer] : "?");
+		err->peer = peer;
+		return -1;
+	}
+	st->active = false;
+	st->carrying = false;
+	st->fill = 0;
+	if (st->segment == NULL && (st->segment = malloc(SR_SEGMENT)) == NULL)
+		return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,
+		    "out of memory");
+	sr_link_readable(l);
+	/*
+	 * A link a group's transfer only watches (a ring neighbour's)
+	 * keeps its send clock: across a run of short group collectives it
+	 * still gets a heartbeat each period, so a neighbour waiting on this
+	 * rank in a ring collective hears it.  The ring's own transfers
+	 * (group 0) are unchanged.
+	 */
+	if (r->x->group != 0 && c->send < 0 && c->recv < 0)
+		sr_link_alive(l, now, false);
+	else
+		sr_link_clocks_start(l, now);
+	return 0;
+}
+
 /* Resets the cursors and the transfer's own state; the clocks of every
  * link from now, and the heartbeat period. */
 static int
@@ -514,36 +723,15 @@ start(struct run *r, struct sr_error *err)
 		uint32_t k = x->links[i];
 		struct sr_cursor *c = &r->cursor[k];
 
-		if (run_link(r, k)->fd < 0) {
-			sr_error_set(err, SR_EPEER_CLOSED, SR_PHASE_COLLECTIVE,
-			    "no link to rank %u (%s): it did not form", k,
-			    k < r->e->c.world ? r->e->c.addresses[k] : "?");
-			err->peer = k;
-			return -1;
-		}
-		c->send = next_send(r, 0, k);
-		c->recv = sr_engine_next_recv(r, 0, k);
-		c->rx_off = 0;
-		c->fill = 0;
-		if (c->segment == NULL &&
-		    (c->segment = malloc(SR_SEGMENT)) == NULL) {
-			sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,
+		if (r->e->streams > 1 && pieces_room(r, k, c) != 0)
+			return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,
 			    "out of memory");
-			return -1;
-		}
-		sr_link_readable(run_link(r, k));
-		/*
-		 * A link a group's transfer only watches (a ring neighbour's)
-		 * keeps its send clock: across a run of short group
-		 * collectives it still gets a heartbeat each period, so a
-		 * neighbour waiting on this rank in a ring collective hears it.
-		 * The ring's own transfers (group 0) are unchanged.
-		 */
-		if (x->group != 0 && c->send < 0 && c->recv < 0)
-			sr_link_alive(run_link(r, k), now, false);
-		else
-			sr_link_clocks_start(run_link(r, k), now);
+		c->send = next_send(r, 0, k);
+		sr_engine_recv_start(r, k, sr_engine_next_recv(r, 0, k));
 	}
+	for (int i = 0; i < nconns(r); i++)
+		if (start_conn(r, conn(r, i), now, err) != 0)
+			return -1;
 	return 0;
 }
 
@@ -551,20 +739,20 @@ start(struct run *r, struct sr_error *err)
 static void
 note_alive(struct run *r, const int64_t *in, const int64_t *out, int64_t now)
 {
-	for (int i = 0; i < r->x->nlinks; i++)
+	for (int i = 0; i < nconns(r); i++)
 		if (in[i] > 0 || out[i] > 0)
-			sr_link_alive(run_link(r, r->x->links[i]), now,
-			    out[i] > 0);
+			sr_link_alive(run_link(r, conn(r, i)), now, out[i] > 0);
 }
 
-/* One pass over every link, receiving then sending; bytes moved or -1. */
+/* One pass over every connection, receiving then sending; bytes moved
+ * or -1. */
 static int64_t
 pass(struct run *r, int64_t *in, int64_t *out, struct sr_error *err)
 {
 	int64_t moved = 0;
 
-	for (int i = 0; i < r->x->nlinks; i++) {
-		uint32_t k = r->x->links[i];
+	for (int i = 0; i < nconns(r); i++) {
+		uint32_t k = conn(r, i);
 
 		in[i] = sr_engine_pump_in(r, k, err);
 		if (in[i] < 0)
@@ -593,13 +781,13 @@ interrupted(struct run *r, struct sr_error *err)
 static int
 wait_idle(struct run *r, int64_t *spin_until, struct sr_error *err)
 {
-	int n = r->x->nlinks;
+	int n = nconns(r);
 	struct pollfd fds[n];
 	int64_t now, wake = INT64_MAX;
 	int rc;
 
 	for (int i = 0; i < n; i++)
-		if (sr_engine_watch_idle(r, r->x->links[i], err) != 0)
+		if (sr_engine_watch_idle(r, conn(r, i), err) != 0)
 			return -1;
 	if (finished(r))
 		return 1;
@@ -620,7 +808,7 @@ wait_idle(struct run *r, int64_t *spin_until, struct sr_error *err)
 	}
 	for (int i = 0; i < n; i++)
 		if (rc > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-			sr_link_readable(run_link(r, r->x->links[i]));
+			sr_link_readable(run_link(r, conn(r, i)));
 	return 0;
 }
 
@@ -629,9 +817,10 @@ sr_engine_run(struct sr_engine *e, struct sr_transfer *xfer,
     struct sr_error *err)
 {
 	struct run r = { .e = e, .x = xfer, .cursor = e->cursor };
+	int n = xfer->nlinks * (int)e->streams;
 	int64_t spin_until = 0;
-	int64_t in[xfer->nlinks > 0 ? xfer->nlinks : 1];
-	int64_t out[xfer->nlinks > 0 ? xfer->nlinks : 1];
+	int64_t in[n > 0 ? n : 1];
+	int64_t out[n > 0 ? n : 1];
 
 	if (xfer->nlinks == 0)
 		return 0;

@@ -26,7 +26,8 @@ struct sr_send {
 	uint64_t len;
 	int gate;
 	struct sr_frame frame;
-	/* Engine state: payload bytes sent; whether a header went out. */
+	/* Engine state: payload bytes handed to a link (a piece is handed
+	 * whole); whether a piece was. */
 	uint64_t off;
 	bool started;
 };
@@ -120,6 +121,12 @@ struct sr_engine_config {
 	volatile int *cancel;
 	int64_t timeout_ms;	/* the silence timeout, > 0 */
 	bool integrity;		/* frames carry a CRC-32C trailer */
+	/* Connections per link (0 counts as 1): links holds nlinks x
+	 * streams, stream s of link i at i + s * nlinks, and a transfer's
+	 * link indexes name links (< nlinks).  With more than one, a send's
+	 * pieces go on whichever stream can take one first, each carrying
+	 * its place (sr_frame.piece, in the wide header). */
+	uint32_t streams;
 };
 
 /* The engine's state between transfers (a cursor and a reduction

@@ -151,35 +151,30 @@ unexpected(struct run *r, uint32_t link, const struct sr_frame *got,
 	return -1;
 }
 
-/*
- * Reads and classifies a header on a link.  Returns 1 when a header that
- * matches `want` (or, with want NULL, one of a later collective) is
- * ready, 0 when more bytes are needed, -1 on failure.  ahead: as for
- * sr_link_header.
- */
+/* Reads a header on connection k: 1 when one is ready to be judged (in
+ * the link's rx_frame), 0 when more bytes are needed, -1 on failure (an
+ * abort, the end of the stream; a clean close with want NULL is 0). */
 static int
-read_header(struct run *r, uint32_t link, const struct sr_frame *want,
+header_in(struct run *r, uint32_t k, const struct sr_frame *want,
     size_t ahead, struct sr_error *err)
 {
-	struct sr_link *l = run_link(r, link);
 	struct sr_abort abort;
-	const struct sr_frame *got = &l->rx_frame;
 
-	switch (sr_link_header(l, ahead, &abort)) {
+	switch (sr_link_header(run_link(r, k), ahead, &abort)) {
 	case SR_LINK_AGAIN:
 		return 0;
 	case SR_LINK_CLOSED:
 		if (want == NULL)
 			return 0;	/* a clean close, nothing owed */
-		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err,
 		    "out of step: the ring was closed (it finished its "
 		    "collectives) by");
 		return -1;
 	case SR_LINK_EOF:
-		sr_engine_io_error(r, link, SR_IO_EOF, err);
+		sr_engine_io_error(r, k, SR_IO_EOF, err);
 		return -1;
 	case SR_LINK_ERROR:
-		sr_engine_io_error(r, link, SR_IO_ERROR, err);
+		sr_engine_io_error(r, k, SR_IO_ERROR, err);
 		return -1;
 	case SR_LINK_ABORT:
 		sr_engine_abort_heard(r, &abort, err);
@@ -187,223 +182,389 @@ read_header(struct run *r, uint32_t link, const struct sr_frame *want,
 	case SR_LINK_READY:
 		break;
 	}
+	return 1;
+}
+
+/*
+ * Judges the header connection k holds against `want` (or, with want
+ * NULL, as one of a later collective): 1 when it matches (or may wait),
+ * -1 on failure.
+ */
+static int
+judge(struct run *r, uint32_t k, const struct sr_frame *want,
+    struct sr_error *err)
+{
+	const struct sr_frame *got = &run_link(r, k)->rx_frame;
+
 	switch (sr_frame_check(got, want != NULL ? want : got)) {
 	case SR_FRAME_IS_BYE:
-		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err,
 		    "out of step: the ring was closed (it finished its "
 		    "collectives, %llu of them, and said goodbye) by",
 		    (unsigned long long)got->seq);
 		return -1;
 	case SR_FRAME_BAD_ABORT:
 	case SR_FRAME_IS_ABORT:
-		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err,
+		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err,
 		    "an abort frame of %llu bytes (not a silvic frame) came from",
 		    (unsigned long long)got->length);
 		return -1;
 	case SR_FRAME_IS_HEARTBEAT:
 	case SR_FRAME_MISMATCH:
 		if (want == NULL)
-			return unexpected(r, link, got, err);
-		return mismatch(r, link, got, want, err);
+			return unexpected(r, k, got, err);
+		return mismatch(r, k, got, want, err);
 	case SR_FRAME_MATCH:
 		break;
 	}
-	return want != NULL ? 1 : unexpected(r, link, got, err);
+	return want != NULL ? 1 : unexpected(r, k, got, err);
 }
 
-/* Folds the complete elements waiting in the segment buffer. */
-static void
-fold(struct run *r, struct sr_cursor *c, struct sr_recv *v)
+/*
+ * Reads and classifies a header on connection k.  Returns 1 when a header
+ * that matches `want` (or, with want NULL, one of a later collective) is
+ * ready, 0 when more bytes are needed, -1 on failure.  ahead: as for
+ * sr_link_header.
+ */
+static int
+read_header(struct run *r, uint32_t k, const struct sr_frame *want,
+    size_t ahead, struct sr_error *err)
 {
-	size_t elements = c->fill / r->esize, bytes = elements * r->esize;
-	uint8_t *seg = c->segment;
+	int rc = header_in(r, k, want, ahead, err);
+
+	return rc <= 0 ? rc : judge(r, k, want, err);
+}
+
+/* Folds the complete elements waiting in the stream's segment into the
+ * receive, where its piece has got to. */
+static void
+fold(struct run *r, struct sr_stream *st, struct sr_recv *v)
+{
+	size_t elements = st->fill / r->esize, bytes = elements * r->esize;
+	uint64_t at = st->base + st->final;
+	uint8_t *seg = st->segment;
 
 	if (elements == 0)
 		return;
 	if (v->swap)
-		sr_reduce(v->data + v->done, seg, v->local + v->done, elements,
+		sr_reduce(v->data + at, seg, v->local + at, elements,
 		    r->x->dtype, r->x->op);
 	else
-		sr_reduce(v->data + v->done, v->local + v->done, seg, elements,
+		sr_reduce(v->data + at, v->local + at, seg, elements,
 		    r->x->dtype, r->x->op);
-	v->done += bytes;
-	c->fill -= bytes;
-	if (c->fill > 0)
-		memmove(seg, seg + bytes, c->fill);
+	st->final += bytes;
+	st->fill -= bytes;
+	if (st->fill > 0)
+		memmove(seg, seg + bytes, st->fill);
 }
 
-static void
-recv_complete(struct run *r, uint32_t link)
+void
+sr_engine_recv_start(struct run *r, uint32_t link, int recv)
 {
 	struct sr_cursor *c = &r->cursor[link];
 
-	r->x->recvs[c->recv].complete = true;
-	c->recv = sr_engine_next_recv(r, c->recv + 1, link);
-	c->rx_off = 0;
-	c->fill = 0;
+	c->recv = recv;
+	c->prefix = 0;
+	if (recv >= 0 && r->e->streams > 1)
+		memset(c->pieces, 0, (size_t)(run_pieces(r,
+		    r->x->recvs[recv].len) + 7) / 8);
+}
+
+static bool
+piece_in(const struct sr_cursor *c, uint64_t p)
+{
+	return c->pieces[p / 8] & (1u << (p % 8));
 }
 
 /*
- * Where up to `want` payload bytes of the current receive go: straight to
- * their place, or for a fold (or a discard) into the link's segment.
+ * The bytes of the current receive final in place, from the start: the
+ * pieces all in, and of the next one what stream st has of it (one
+ * stream reads its pieces in order, so a forward of them can go as
+ * they come), verified the pieces all in.
+ */
+static void
+note_done(struct run *r, struct sr_cursor *c, const struct sr_stream *st,
+    struct sr_recv *v)
+{
+	uint64_t whole = c->prefix * r->frame_max;
+
+	if (whole > v->len)
+		whole = v->len;
+	v->verified = whole;
+	v->done = whole;
+	if (st != NULL && st->active && st->piece == c->prefix)
+		v->done += st->final;
+}
+
+/* Stream st's piece is in, and verified where trailers are checked. */
+static void
+piece_done(struct run *r, uint32_t k, struct sr_recv *v)
+{
+	uint32_t link = run_link_of(r, k);
+	struct sr_cursor *c = &r->cursor[link];
+	struct sr_stream *st = &r->e->stream[k];
+
+	st->active = false;
+	st->fill = 0;
+	if (r->e->streams == 1) {
+		c->prefix++;	/* one stream: pieces come in order */
+	} else {
+		c->pieces[st->piece / 8] |= (uint8_t)(1u << (st->piece % 8));
+		while (c->prefix < run_pieces(r, v->len) &&
+		    piece_in(c, c->prefix))
+			c->prefix++;
+	}
+	note_done(r, c, NULL, v);
+	if (c->prefix == run_pieces(r, v->len)) {
+		v->complete = true;
+		sr_engine_recv_start(r, link,
+		    sr_engine_next_recv(r, c->recv + 1, link));
+	}
+}
+
+/*
+ * Where up to `want` payload bytes of stream st's piece go: straight to
+ * their place, or for a fold (or a discard) into the stream's segment.
  */
 static uint8_t *
-payload_room(struct sr_cursor *c, const struct sr_recv *v, uint64_t *want)
+payload_room(struct sr_stream *st, const struct sr_recv *v, uint64_t *want)
 {
 	if (v->reduce || v->data == NULL) {
-		if (*want > SR_SEGMENT - c->fill)
-			*want = SR_SEGMENT - c->fill;
-		return c->segment + c->fill;
+		if (*want > SR_SEGMENT - st->fill)
+			*want = SR_SEGMENT - st->fill;
+		return st->segment + st->fill;
 	}
-	return v->data + c->rx_off;
+	return v->data + st->base + st->got;
 }
 
 /* Reads payload of the current piece; bytes moved, 0 to poll again, -1. */
 static int64_t
-read_payload(struct run *r, uint32_t link, struct sr_recv *v,
+read_payload(struct run *r, uint32_t k, struct sr_recv *v,
     struct sr_error *err)
 {
-	struct sr_cursor *c = &r->cursor[link];
-	struct sr_link *l = run_link(r, link);
+	struct sr_stream *st = &r->e->stream[k];
+	struct sr_link *l = run_link(r, k);
 	uint64_t want = l->rx_payload_left;
-	uint8_t *into = payload_room(c, v, &want);
+	uint8_t *into = payload_room(st, v, &want);
 	ssize_t n = sr_link_read(l, into, want > SR_IO_MAX ? SR_IO_MAX :
 	    (size_t)want);
 
 	if (n == SR_IO_AGAIN)
 		return 0;
 	if (n < 0) {
-		sr_engine_io_error(r, link, (int)n, err);
+		sr_engine_io_error(r, k, (int)n, err);
 		return -1;
 	}
-	c->rx_off += (uint64_t)n;
+	st->got += (uint64_t)n;
 	if (v->reduce) {
-		c->fill += (size_t)n;
-		fold(r, c, v);
+		st->fill += (size_t)n;
+		fold(r, st, v);
 	} else {
-		v->done += (uint64_t)n;
+		st->final += (uint64_t)n;
 	}
+	note_done(r, &r->cursor[run_link_of(r, k)], st, v);
 	return n;
 }
 
 /* Reads a frame's CRC trailer: 1 when it matches, 0 for more, -1. */
 static int
-read_trailer(struct run *r, uint32_t link, struct sr_error *err)
+read_trailer(struct run *r, uint32_t k, struct sr_error *err)
 {
 	uint32_t got, computed;
 
-	switch (sr_link_trailer(run_link(r, link), &got, &computed)) {
+	switch (sr_link_trailer(run_link(r, k), &got, &computed)) {
 	case SR_TRAILER_AGAIN:
 		return 0;
 	case SR_TRAILER_OK:
 		return 1;
 	case SR_TRAILER_CORRUPT:
-		sr_engine_peer_error(r, link, SR_ECORRUPT, err, "integrity check "
+		sr_engine_peer_error(r, k, SR_ECORRUPT, err, "integrity check "
 		    "failed (CRC-32C 0x%08x, computed 0x%08x) on a frame from",
 		    got, computed);
 		return -1;
 	case SR_TRAILER_EOF:
-		sr_engine_io_error(r, link, SR_IO_EOF, err);
+		sr_engine_io_error(r, k, SR_IO_EOF, err);
 		return -1;
 	case SR_TRAILER_ERROR:
 		break;
 	}
-	sr_engine_io_error(r, link, SR_IO_ERROR, err);
+	sr_engine_io_error(r, k, SR_IO_ERROR, err);
 	return -1;
 }
 
-/* A frame's payload is in: unless its trailer is next, the receive may
- * be complete. */
-static void
-piece_done(struct run *r, uint32_t link, const struct sr_recv *v)
+/* The payload bytes of piece p of receive v. */
+static uint64_t
+piece_len(const struct run *r, const struct sr_recv *v, uint64_t p)
 {
-	if (run_link(r, link)->rx != SR_RX_TRAILER &&
-	    r->cursor[link].rx_off == v->len)
-		recv_complete(r, link);
+	uint64_t at = p * r->frame_max;
+
+	return v->len - at > r->frame_max ? r->frame_max : v->len - at;
+}
+
+/* Whether a stream of link is reading piece p. */
+static bool
+piece_under_way(const struct run *r, uint32_t link, uint32_t p)
+{
+	for (uint32_t s = 0; s < r->e->streams; s++) {
+		const struct sr_stream *st =
+		    &r->e->stream[link + s * r->e->c.nlinks];
+
+		if (st->active && st->piece == p)
+			return true;
+	}
+	return false;
+}
+
+/* Whether got, on a link of several streams, is a frame of this
+ * transfer's next receives there: it waits until that receive's turn
+ * (the sender went on to it on another stream). */
+static bool
+ahead_here(const struct run *r, uint32_t link, const struct sr_frame *got)
+{
+	for (int i = sr_engine_next_recv(r, r->cursor[link].recv + 1, link);
+	    i >= 0; i = sr_engine_next_recv(r, i + 1, link)) {
+		const struct sr_frame *f = &r->x->recvs[i].frame;
+
+		if (f->kind == got->kind && f->seq == got->seq &&
+		    f->group == got->group && f->step == got->step)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * On a link of several streams: which piece of receive v the header on
+ * connection k is.  1 with *p (and want's length) when it is one not yet
+ * in, 0 when it waits for a later receive or collective, -1 on failure.
+ */
+static int
+which_piece(struct run *r, uint32_t k, const struct sr_recv *v,
+    struct sr_frame *want, uint32_t *p, struct sr_error *err)
+{
+	uint32_t link = run_link_of(r, k);
+	const struct sr_frame *got = &run_link(r, k)->rx_frame;
+	uint64_t pieces = run_pieces(r, v->len);
+
+	*p = got->piece;
+	want->length = *p < pieces ? piece_len(r, v, *p) : got->length;
+	if (sr_frame_check(got, want) != SR_FRAME_MATCH) {
+		/* The closing barrier's next step may come before the
+		 * goodbye did on another stream. */
+		if (ahead_here(r, link, got) || later(r->x, got) ||
+		    (got->kind == SR_FRAME_BYE && want->kind == SR_FRAME_BYE &&
+		    got->seq == want->seq && got->step > want->step))
+			return 0;
+		return judge(r, k, want, err);
+	}
+	if (*p >= pieces || piece_in(&r->cursor[link], *p) ||
+	    piece_under_way(r, link, *p)) {
+		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err, "out of step: "
+		    "piece %u of a receive of %llu pieces came %s from", *p,
+		    (unsigned long long)pieces, *p >= pieces ? "(past its end)" :
+		    "twice");
+		return -1;
+	}
+	return 1;
 }
 
 /* The next frame of the current receive: its header read and taken.
  * Bytes moved (the header, and the payload that came with it), 0 to
  * poll again, -1. */
 static int64_t
-next_piece(struct run *r, uint32_t link, const struct sr_recv *v,
+next_piece(struct run *r, uint32_t k, const struct sr_recv *v,
     struct sr_error *err)
 {
-	struct sr_link *l = run_link(r, link);
+	struct sr_link *l = run_link(r, k);
+	struct sr_stream *st = &r->e->stream[k];
+	struct sr_cursor *c = &r->cursor[run_link_of(r, k)];
 	struct sr_frame want = v->frame;
-	uint64_t left = v->len - r->cursor[link].rx_off;
-	size_t ahead;
+	uint32_t p = (uint32_t)c->prefix;
+	size_t ahead = 0;
 	int rc;
 
-	want.length = left > r->frame_max ? r->frame_max : left;
-	/* A small frame comes in whole, header and payload in one read: a
-	 * syscall saved per frame, which is much of a small message's
-	 * cost.  Not when a trailer must be checked. */
-	ahead = !r->e->c.integrity && want.length <= SR_STAGE ?
-	    (size_t)want.length : 0;
-	rc = read_header(r, link, &want, ahead, err);
+	want.length = piece_len(r, v, p);
+	if (r->e->streams > 1) {
+		rc = header_in(r, k, &want, 0, err);
+		if (rc > 0)
+			rc = which_piece(r, k, v, &want, &p, err);
+	} else {
+		/* A small frame comes in whole, header and payload in one
+		 * read: a syscall saved per frame, which is much of a small
+		 * message's cost.  Not when a trailer must be checked. */
+		if (!r->e->c.integrity && want.length <= SR_STAGE)
+			ahead = (size_t)want.length;
+		rc = read_header(r, k, &want, ahead, err);
+	}
 	if (rc <= 0)
 		return rc;
 	sr_link_take(l);
+	st->active = true;
+	st->piece = p;
+	st->base = (uint64_t)p * r->frame_max;
+	st->len = want.length;
+	st->got = st->final = 0;
+	st->fill = 0;
 	return (int64_t)l->header_len;
 }
 
 int64_t
-sr_engine_pump_in(struct run *r, uint32_t link, struct sr_error *err)
+sr_engine_pump_in(struct run *r, uint32_t k, struct sr_error *err)
 {
-	struct sr_cursor *c = &r->cursor[link];
-	struct sr_link *l = run_link(r, link);
+	struct sr_cursor *c = &r->cursor[run_link_of(r, k)];
+	struct sr_stream *st = &r->e->stream[k];
+	struct sr_link *l = run_link(r, k);
 	int64_t moved = 0, n;
 
-	while (c->recv >= 0 && !sr_link_rx_dry(l)) {
+	/* A header that waited for its receive's turn is judged whether or
+	 * not the socket has more. */
+	while (c->recv >= 0 && (l->rx == SR_RX_READY || !sr_link_rx_dry(l))) {
 		struct sr_recv *v = &r->x->recvs[c->recv];
 		int rc;
 
 		if (l->rx == SR_RX_TRAILER) {
-			if ((rc = read_trailer(r, link, err)) < 0)
+			if ((rc = read_trailer(r, k, err)) < 0)
 				return -1;
 			if (rc == 0)
 				break;
 			moved += SR_TRAILER_LEN;
-			v->verified = c->rx_off;
-			if (c->rx_off == v->len)
-				recv_complete(r, link);
+			piece_done(r, k, v);
 			continue;
 		}
 		if (l->rx == SR_RX_PAYLOAD)
-			n = read_payload(r, link, v, err);
+			n = read_payload(r, k, v, err);
 		else
-			n = next_piece(r, link, v, err);
+			n = next_piece(r, k, v, err);
 		if (n < 0)
 			return -1;
 		if (n == 0)
 			break;
 		moved += n;
-		if (l->rx != SR_RX_PAYLOAD)
-			piece_done(r, link, v);
+		if (st->active && l->rx != SR_RX_PAYLOAD &&
+		    l->rx != SR_RX_TRAILER)
+			piece_done(r, k, v);
 	}
 	return moved;
 }
 
 int
-sr_engine_watch_idle(struct run *r, uint32_t link, struct sr_error *err)
+sr_engine_watch_idle(struct run *r, uint32_t k, struct sr_error *err)
 {
-	struct sr_link *l = run_link(r, link);
+	struct sr_link *l = run_link(r, k);
 	char saw[160];
 
 	/* Only once the collective cannot finish without waiting: an abort
 	 * right behind its last bytes belongs to the next call. */
-	if (r->cursor[link].recv >= 0 || l->rx == SR_RX_READY ||
+	if (r->cursor[run_link_of(r, k)].recv >= 0 || l->rx == SR_RX_READY ||
 	    sr_link_rx_dry(l) || l->eof)
 		return 0;
-	switch (read_header(r, link, NULL, 0, err)) {
+	switch (read_header(r, k, NULL, 0, err)) {
 	case -1:
 		return -1;
 	case 1:
 		if (!r->x->drain)
 			return 0;	/* parked until its collective */
 		sr_frame_describe(&l->rx_frame, saw, sizeof(saw));
-		sr_engine_peer_error(r, link, SR_EOUT_OF_STEP, err, "out of "
+		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err, "out of "
 		    "step: after every rank agreed to close, a frame (%s) "
 		    "came from", saw);
 		return -1;

@@ -105,12 +105,24 @@ connector_start(struct formation *f, struct connector *c)
 		(f->keyed ? SR_HELLO_AUTH : 0) |
 		    (f->options->integrity ? SR_HELLO_CRC : 0) |
 		    (f->mesh ? SR_HELLO_MESH : 0) |
-		    (f->probe ? SR_HELLO_PROBE : 0) };
+		    (f->probe ? SR_HELLO_PROBE : 0) |
+		    (f->streams > 1 ? SR_HELLO_STREAMS(f->streams, c->stream) :
+		    0) };
 
 	c->fd = socket(c->addr.ss.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		connector_retry(f, c, strerror(errno));
+		return;
+	}
+	if (c->bind_local && bind(c->fd, (struct sockaddr *)&c->local.ss,
+	    c->local.len) != 0) {
+		char local[SR_ADDR_MAX], why[SR_ADDR_MAX + 80];
+
+		sr_sock_format(&c->local, local, sizeof(local));
+		snprintf(why, sizeof(why), "binding this rank's address %s to "
+		    "dial from: %s", local, strerror(errno));
+		connector_retry(f, c, why);
 		return;
 	}
 	sr_hello_encode(&hello, c->x.out);
@@ -180,6 +192,18 @@ connector_verdict(struct formation *f, struct connector *c,
 		char sent[48] = "";
 
 		/* c->x.out still holds the hello. */
+		if (verdict >= SR_VERDICT_STREAMS &&
+		    verdict <= SR_VERDICT_STREAMS_LAST) {
+			uint32_t theirs = verdict - SR_VERDICT_STREAMS + 1;
+
+			sr_error_set(err, SR_EREJECTED, SR_PHASE_HANDSHAKE,
+			    "rank %u at %s rejected this rank: it opens %u "
+			    "stream(s) per link (--streams %u) and this rank %u "
+			    "(--streams %u); every rank must give the same "
+			    "--streams", c->peer, c->address, theirs, theirs,
+			    f->streams, f->streams);
+			return -1;
+		}
 		if (verdict == SR_VERDICT_UNKNOWN_FLAGS)
 			snprintf(sent, sizeof(sent), " (this rank sent flags "
 			    "0x%x)",
@@ -501,6 +525,10 @@ mesh_waited(struct formation *f, char *buf, size_t size, struct sr_error *err)
 			continue;
 		if (first == NULL)
 			first = c;
+		/* A link's other streams name the same rank. */
+		if (i > 0 && f->conns[i - 1].peer == c->peer &&
+		    f->conns[i - 1].state != CONNECT_DONE)
+			continue;
 		add_rank(dial, sizeof(dial), c->peer, &ndial);
 	}
 	for (uint32_t r = 0; r < f->world; r++)
@@ -537,8 +565,11 @@ timeout_message(struct formation *f, struct sr_error *err)
 	bool dialled = true;
 
 	sr_clock_format_ms(f->options->timeout_ms, took, sizeof(took));
-	for (int i = 0; i < f->nconns; i++)
+	for (int i = f->nconns - 1; i >= 0; i--) {
 		dialled = dialled && f->conns[i].state == CONNECT_DONE;
+		if (f->conns[i].state != CONNECT_DONE)
+			c = &f->conns[i];	/* the first stream not formed */
+	}
 	if (f->mesh) {
 		mesh_waited(f, waited, sizeof(waited), err);
 	} else {
@@ -553,7 +584,7 @@ timeout_message(struct formation *f, struct sr_error *err)
 			    c->last_error, c->last_error[0] ? ")" : "");
 			sr_err_peer(err, c->peer, c->address);
 		}
-		if (f->a.prev_fd < 0) {
+		if (sr_acceptor_awaits(f, f->a.expected)) {
 			size_t n = strlen(waited);
 
 			snprintf(waited + n, sizeof(waited) - n,
@@ -635,15 +666,18 @@ everyone_told(const struct formation *f)
 static bool
 formed_with(const struct formation *f, uint32_t r)
 {
-	if (!f->mesh)
-		return r == f->a.expected ? f->a.prev_fd >= 0 :
-		    f->conns[0].state == CONNECT_DONE;
-	if (!sr_mesh_dials(f->rank, r, f->world))
-		return f->a.fds[r] >= 0;
+	bool dialled = false;
+
+	if (!f->mesh ? r == f->a.expected : !sr_mesh_dials(f->rank, r, f->world))
+		return !sr_acceptor_awaits(f, r);
+	/* Every stream of the link. */
 	for (int i = 0; i < f->nconns; i++)
-		if (f->conns[i].peer == r)
-			return f->conns[i].state == CONNECT_DONE;
-	return false;
+		if (f->conns[i].peer == r) {
+			if (f->conns[i].state != CONNECT_DONE)
+				return false;
+			dialled = true;
+		}
+	return dialled;
 }
 
 /* Tells the caller where formation stands, every progress_ms; returns
@@ -751,8 +785,9 @@ wait_set(struct formation *f, struct poll_set *ps, int64_t now, int64_t *wake)
 			poll_add(ps, a->fds[r], POLLIN, SLOT_ACCEPTED, r);
 	if (!sr_acceptor_open(f))
 		return;
-	poll_add(ps, now < a->paused_until ? -1 : a->listen_fd, POLLIN,
-	    SLOT_LISTENER, 0);
+	for (int i = 0; i < a->nlisten; i++)
+		poll_add(ps, now < a->paused_until ? -1 : a->listen_fds[i],
+		    POLLIN, SLOT_LISTENER, (uint32_t)i);
 	if (now < a->paused_until && a->paused_until < *wake)
 		*wake = a->paused_until;
 	for (int i = 0; i < a->npending; i++) {
@@ -823,7 +858,7 @@ serve_slot(struct formation *f, const struct poll_set *ps, int i,
 static int
 form_loop(struct formation *f, struct sr_error *err)
 {
-	int max = f->nconns + (f->mesh ? (int)f->world : 0) + 1 +
+	int max = f->nconns + (f->mesh ? (int)f->world : 0) + f->a.nlisten +
 	    f->a.pending_max;
 	struct pollfd fds[max];
 	enum slot_kind kind[max];
@@ -924,11 +959,12 @@ formation_abort(struct formation *f, const struct sr_error *err)
 	for (int i = 0; i < f->nconns; i++)
 		if (f->conns[i].state == CONNECT_DONE)
 			send_abort(f->conns[i].fd, out, header + frame.length);
-	if (!f->mesh && f->a.prev_fd >= 0)
-		send_abort(f->a.prev_fd, out, header + frame.length);
-	for (uint32_t r = 0; f->mesh && r < f->world; r++)
-		if (f->a.fds[r] >= 0)
-			send_abort(f->a.fds[r], out, header + frame.length);
+	for (uint32_t r = 0; r < f->world; r++)
+		for (uint32_t s = 0; s < f->streams; s++)
+			if ((f->mesh || r == f->a.expected) &&
+			    *sr_acceptor_slot(&f->a, f->mesh, f->streams, r, s) >= 0)
+				send_abort(*sr_acceptor_slot(&f->a, f->mesh,
+				    f->streams, r, s), out, header + frame.length);
 }
 
 static int
@@ -951,25 +987,57 @@ check_key(const struct sr_ring_options *options, struct sr_error *err)
 	return 0;
 }
 
+/* Rank r's address for stream s: its s-th (modulo how many it has). */
+static const char *
+nic_address(const struct formation *f, uint32_t r, uint32_t s, uint32_t *n)
+{
+	*n = 0;
+	if (f->nics != NULL && f->nics[r] != NULL)
+		while (f->nics[r][*n] != NULL)
+			(*n)++;
+	return *n > 0 ? f->nics[r][s % *n] : f->addresses[r];
+}
+
+/* With several addresses of its own, stream s leaves from its s-th. */
+static int
+connector_local(struct formation *f, struct connector *c, uint32_t s,
+    char *why, size_t size)
+{
+	char host[SR_ADDR_MAX];
+	uint16_t port;
+	uint32_t n;
+	const char *mine = nic_address(f, f->rank, s, &n);
+
+	if (n < 2)
+		return 0;
+	c->bind_local = true;
+	return sr_sock_split(mine, host, sizeof(host), &port, why, size) == 0 &&
+	    sr_sock_resolve_within(host, 0, 1, f->deadline, f->options->cancel,
+	    &c->local, why, size) == 0 ? 0 : -1;
+}
+
 /* A connector to rank peer, its address resolved; -1 with err. */
 static int
 connector_init(struct formation *f, struct connector *c, uint32_t peer,
-    struct sr_error *err)
+    uint32_t stream, struct sr_error *err)
 {
 	char host[SR_ADDR_MAX], why[256];
 	uint16_t port;
+	uint32_t n;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->peer = peer;
-	c->address = f->addresses[peer];
+	c->stream = stream;
+	c->address = nic_address(f, peer, stream, &n);
 	c->backoff = BACKOFF_FIRST_NS;
 	c->state = CONNECT_BACKOFF;
 	c->retry_at = f->started;
 	if (sr_sock_split(c->address, host, sizeof(host), &port, why,
 		sizeof(why)) == 0 &&
 	    sr_sock_resolve_within(host, port, 0, f->deadline,
-		f->options->cancel, &c->addr, why, sizeof(why)) == 0)
+		f->options->cancel, &c->addr, why, sizeof(why)) == 0 &&
+	    connector_local(f, c, stream, why, sizeof(why)) == 0)
 		return 0;
 	sr_error_set(err, f->options->cancel != NULL && *f->options->cancel ?
 	    SR_EINTERRUPTED : SR_ECONFIG, SR_PHASE_CONNECT,
@@ -981,7 +1049,8 @@ connector_init(struct formation *f, struct connector *c, uint32_t peer,
 /* The formation's state for a ring (one connector, one rank accepted)
  * or a mesh; -1 with err. */
 static int
-formation_init(struct formation *f, int listen_fd, uint32_t rank,
+formation_init(struct formation *f, const struct sr_listener *listener,
+    uint32_t rank,
     uint32_t world, uint64_t token, const char *const *addresses,
     const struct sr_ring_options *options, bool mesh, struct sr_error *err)
 {
@@ -1000,10 +1069,14 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 	f->deadline = f->started + options->timeout_ms * 1000000;
 	f->next_address = addresses[(rank + 1) % world];
 	f->prev_address = addresses[(rank + world - 1) % world];
-	a->listen_fd = listen_fd;
+	a->listen_fds[a->nlisten++] = listener->fd;
+	for (int i = 0; i < listener->nalso; i++)
+		a->listen_fds[a->nlisten++] = listener->also[i];
+	f->nics = options->nic_addresses;
 	a->prev_fd = -1;
 	a->expected = (rank + world - 1) % world;
 	f->probe = mesh && options->probe_ms > 0;
+	f->streams = f->probe || options->streams == 0 ? 1 : options->streams;
 	f->report = options->probe;
 	f->probe_deadline = f->started + (f->probe && options->probe_ms <
 	    options->timeout_ms ? options->probe_ms : options->timeout_ms) *
@@ -1012,43 +1085,59 @@ formation_init(struct formation *f, int listen_fd, uint32_t rank,
 		dials += f->probe ? r != rank : sr_mesh_dials(rank, r, world);
 		accepts += f->probe ? r != rank : sr_mesh_dials(r, rank, world);
 	}
-	f->nconns = mesh ? (int)dials : 1;
-	a->missing = mesh ? accepts : 1;
-	a->pending_max = PENDING_MAX + (int)(mesh ? accepts : 0);
-	a->per_host_max = PER_HOST_MAX + (int)(mesh ? accepts : 0);
+	f->nconns = (mesh ? (int)dials : 1) * (int)f->streams;
+	a->missing = (mesh ? accepts : 1) * f->streams;
+	a->pending_max = PENDING_MAX + (int)(mesh ? accepts * f->streams :
+	    f->streams - 1);
+	a->per_host_max = PER_HOST_MAX + (int)(mesh ? accepts * f->streams :
+	    f->streams - 1);
 	f->conns = calloc((size_t)(f->nconns > 0 ? f->nconns : 1),
 	    sizeof(*f->conns));
 	a->pending = calloc((size_t)a->pending_max, sizeof(*a->pending));
+	if (f->streams > 1 && (a->extra = malloc(world * (f->streams - 1) *
+	    sizeof(*a->extra))) != NULL)
+		for (uint32_t i = 0; i < world * (f->streams - 1); i++)
+			a->extra[i] = -1;
 	if (mesh) {
 		a->fds = malloc(world * sizeof(*a->fds));
 		a->watch = calloc(world, sizeof(*a->watch));
 		f->told = calloc(world, sizeof(*f->told));
 	}
-	if (f->conns == NULL || a->pending == NULL || (mesh &&
+	if (f->conns == NULL || a->pending == NULL ||
+	    (f->streams > 1 && a->extra == NULL) || (mesh &&
 	    (a->fds == NULL || a->watch == NULL || f->told == NULL))) {
 		sr_error_set(err, SR_ENOMEM, SR_PHASE_CONNECT, "out of memory");
 		return -1;
 	}
 	for (uint32_t r = 0; mesh && r < world; r++)
 		a->fds[r] = -1;
+	for (uint32_t s = 0; !mesh && s < f->streams; s++)
+		if (connector_init(f, &f->conns[s], (rank + 1) % world, s,
+		    err) != 0)
+			return -1;
 	if (!mesh)
-		return connector_init(f, &f->conns[0], (rank + 1) % world, err);
+		return 0;
 	for (uint32_t r = 0, i = 0; r < world; r++) {
 		if (f->probe && r < world) {
 			memset(&f->report[r], 0, sizeof(f->report[r]));
 			f->report[r].peer = r;
 		}
-		if ((f->probe ? r != rank : sr_mesh_dials(rank, r, world)) &&
-		    connector_init(f, &f->conns[i++], r, err) != 0) {
+		if (!(f->probe ? r != rank : sr_mesh_dials(rank, r, world)))
+			continue;
+		for (uint32_t s = 1; s < f->streams; s++)
+			if (connector_init(f, &f->conns[i + s], r, s, err) != 0)
+				return -1;
+		if (connector_init(f, &f->conns[i], r, 0, err) != 0) {
 			if (!f->probe)
 				return -1;
 			/* An address that does not resolve is the probe's
 			 * finding for that rank. */
 			snprintf(f->report[r].error, sizeof(f->report[r].error),
 			    "%.199s", err->message);
-			f->conns[i - 1].state = CONNECT_FAILED;
+			f->conns[i].state = CONNECT_FAILED;
 			sr_error_clear(err);
 		}
+		i += f->streams;
 	}
 	return 0;
 }
@@ -1066,6 +1155,10 @@ formation_fini(struct formation *f)
 	sr_close_fd(&f->a.prev_fd);
 	for (uint32_t r = 0; f->a.fds != NULL && r < f->world; r++)
 		sr_close_fd(&f->a.fds[r]);
+	for (uint32_t i = 0; f->a.extra != NULL &&
+	    i < f->world * (f->streams - 1); i++)
+		sr_close_fd(&f->a.extra[i]);
+	free(f->a.extra);
 	free(f->conns);
 	free(f->a.pending);
 	free(f->a.fds);
@@ -1080,9 +1173,10 @@ form(struct formation *f, struct sr_error *err)
 {
 	int rc;
 
-	if (sr_sock_nonblocking(f->a.listen_fd) != 0)
-		return sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
-		    "configuring the listener: %s", strerror(errno));
+	for (int i = 0; i < f->a.nlisten; i++)
+		if (sr_sock_nonblocking(f->a.listen_fds[i]) != 0)
+			return sr_error_set(err, SR_EIO, SR_PHASE_ACCEPT,
+			    "configuring the listener: %s", strerror(errno));
 	rc = form_loop(f, err);
 	while (f->a.npending > 0)
 		sr_acceptor_drop(&f->a, 0);
@@ -1092,19 +1186,24 @@ form(struct formation *f, struct sr_error *err)
 }
 
 int
-sr_handshake_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
+sr_handshake_form(const struct sr_listener *listener, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
-    int *next_fd, int *prev_fd, struct sr_error *err)
+    int *next_fds, int *prev_fds, struct sr_error *err)
 {
 	struct formation f;
 	int rc = -1;
 
 	if (check_key(options, err) == 0 &&
-	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    formation_init(&f, listener, rank, world, token, addresses,
 	    options, false, err) == 0 && form(&f, err) == 0) {
-		*next_fd = f.conns[0].fd;
-		*prev_fd = f.a.prev_fd;
-		f.conns[0].fd = f.a.prev_fd = -1;
+		for (uint32_t s = 0; s < f.streams; s++) {
+			int *prev = sr_acceptor_slot(&f.a, false, f.streams,
+			    f.a.expected, s);
+
+			next_fds[s] = f.conns[s].fd;
+			prev_fds[s] = *prev;
+			f.conns[s].fd = *prev = -1;
+		}
 		rc = 0;
 	}
 	formation_fini(&f);
@@ -1158,7 +1257,7 @@ probe_finish(struct formation *f)
 }
 
 int
-sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
+sr_mesh_form(const struct sr_listener *listener, uint32_t rank, uint32_t world, uint64_t token,
     const char *const *addresses, const struct sr_ring_options *options,
     int *fds, struct sr_error *err)
 {
@@ -1166,19 +1265,24 @@ sr_mesh_form(int listen_fd, uint32_t rank, uint32_t world, uint64_t token,
 	int rc = -1;
 
 	if (check_key(options, err) == 0 &&
-	    formation_init(&f, listen_fd, rank, world, token, addresses,
+	    formation_init(&f, listener, rank, world, token, addresses,
 	    options, true, err) == 0 && form(&f, err) == 0) {
 		if (f.probe)
 			probe_finish(&f);
-		for (uint32_t r = 0; r < world; r++) {
-			fds[r] = f.a.fds[r];
-			f.a.fds[r] = -1;
-		}
+		for (uint32_t r = 0; r < world; r++)
+			for (uint32_t s = 0; s < f.streams; s++) {
+				int *slot = sr_acceptor_slot(&f.a, true,
+				    f.streams, r, s);
+
+				fds[s * world + r] = *slot;
+				*slot = -1;
+			}
 		for (int i = 0; i < f.nconns; i++) {
 			if (f.conns[i].state != CONNECT_DONE ||
 			    f.conns[i].fd < 0)
 				continue;
-			fds[f.conns[i].peer] = f.conns[i].fd;
+			fds[f.conns[i].stream * world + f.conns[i].peer] =
+			    f.conns[i].fd;
 			f.conns[i].fd = -1;
 		}
 		rc = 0;

@@ -5,7 +5,10 @@
  *
  * A plain ring has one connector (to the next rank) and accepts one rank
  * (the previous one).  A mesh has a connector to every rank it dials
- * (sr_mesh_dials) and accepts every rank that dials it, each once.
+ * (sr_mesh_dials) and accepts every rank that dials it, each once.  With
+ * several streams per link (sr_ring_options.streams) each of those is
+ * that many connectors and connections, one per stream, each its own
+ * handshake; a link forms once all of its streams have.
  */
 #ifndef SR_HANDSHAKE_H
 #define SR_HANDSHAKE_H
@@ -18,6 +21,7 @@
 #include "clock.h"
 #include "error.h"
 #include "formation.h"
+#include "listener.h"
 #include "sock.h"
 #include "wire.h"
 
@@ -58,7 +62,12 @@ struct connector {
 	int fd;
 	struct sr_sockaddr addr;
 	const char *address;
+	/* With several addresses on this rank: the one stream `stream`
+	 * leaves from (bound before connecting). */
+	bool bind_local;
+	struct sr_sockaddr local;
 	uint32_t peer;
+	uint32_t stream;	/* which of the link's connections */
 	int64_t retry_at;
 	int64_t backoff;
 	struct exchange x;
@@ -81,6 +90,7 @@ struct pending {
 	/* Its hello named this job, this world and the expected rank. */
 	bool claims_prev;
 	uint32_t claims;	/* the rank its hello claims */
+	uint32_t stream;	/* and the stream */
 	struct exchange x;
 	struct sr_auth auth;
 	struct sr_sockaddr peer;
@@ -88,13 +98,20 @@ struct pending {
 };
 
 struct acceptor {
-	int listen_fd;
+	/* The rank's listening sockets: its address's, then its other
+	 * addresses' (sr_listener_also). */
+	int listen_fds[SR_STREAMS_MAX];
+	int nlisten;
 	uint32_t expected;	/* a ring's previous rank */
 	int prev_fd;		/* a ring's link to it, once taken */
 	/* A mesh: by rank, the links taken (-1: none yet), and the number
 	 * still due. */
 	int *fds;
 	bool *watch;	/* by rank: a link taken, watched until it speaks */
+	/* Streams 1 .. K - 1 of each rank's link (a ring's previous rank's
+	 * alone is used): extra[r * (K - 1) + s - 1], -1 until taken. */
+	int *extra;
+	/* The connections still due, every stream counted. */
 	uint32_t missing;
 	struct pending *pending;
 	int pending_max, per_host_max;
@@ -113,6 +130,11 @@ struct formation {
 	const struct sr_ring_options *options;
 	bool keyed;
 	bool mesh;
+	uint32_t streams;	/* connections per link, 1 .. SR_STREAMS_MAX */
+	/* Every rank's addresses when some have several (options'
+	 * nic_addresses), else NULL: stream s runs between address s of
+	 * either end (modulo their counts). */
+	const char *const *const *nics;
 	/* A probe (bench connect): every rank dials every other; failures
 	 * are reported in report[peer], and formation ends, whatever
 	 * formed, by probe_deadline. */
@@ -159,14 +181,44 @@ sr_mesh_dials(uint32_t a, uint32_t b, uint32_t world)
 	    (2 * ahead == world && a < b));
 }
 
-/* Whether the acceptor still takes a link from rank r. */
+/* Where the acceptor keeps stream s of the link from rank r (r valid). */
+static inline int *
+sr_acceptor_slot(struct acceptor *a, bool mesh, uint32_t streams,
+    uint32_t r, uint32_t s)
+{
+	if (s > 0)
+		return &a->extra[r * (streams - 1) + s - 1];
+	return mesh ? &a->fds[r] : &a->prev_fd;
+}
+
+/* Whether rank r dials this one: a ring's previous rank, on a mesh by
+ * sr_mesh_dials (a probe: every other rank). */
+static inline bool
+sr_acceptor_dialled_by(const struct formation *f, uint32_t r)
+{
+	if (!f->mesh)
+		return r == f->a.expected;
+	return r < f->world && (f->probe ? r != f->rank :
+	    sr_mesh_dials(r, f->rank, f->world));
+}
+
+/* Whether the acceptor still takes stream s of the link from rank r. */
+static inline bool
+sr_acceptor_awaits_stream(const struct formation *f, uint32_t r, uint32_t s)
+{
+	return s < f->streams && sr_acceptor_dialled_by(f, r) &&
+	    *sr_acceptor_slot((struct acceptor *)&f->a, f->mesh, f->streams,
+	    r, s) < 0;
+}
+
+/* Whether the acceptor still takes a connection from rank r. */
 static inline bool
 sr_acceptor_awaits(const struct formation *f, uint32_t r)
 {
-	if (!f->mesh)
-		return f->a.prev_fd < 0 && r == f->a.expected;
-	return r < f->world && f->a.fds[r] < 0 && (f->probe ?
-	    r != f->rank : sr_mesh_dials(r, f->rank, f->world));
+	for (uint32_t s = 0; s < f->streams; s++)
+		if (sr_acceptor_awaits_stream(f, r, s))
+			return true;
+	return false;
 }
 
 /* A rank this one awaits (the ring's previous rank, or on a mesh any)
@@ -184,7 +236,7 @@ sr_formation_told(struct formation *f, uint32_t r)
 static inline bool
 sr_acceptor_open(const struct formation *f)
 {
-	return f->mesh ? f->a.missing > 0 : f->a.prev_fd < 0;
+	return f->a.missing > 0;
 }
 
 static inline void

@@ -44,7 +44,22 @@ void sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
     struct sr_frame frame, const uint8_t *send, uint8_t *recv, size_t count,
     size_t es, uint32_t n);
 
-/* The frame size for ring steps of `block` bytes (see collectives.c). */
-uint64_t sr_plan_frame_size(size_t block);
+/*
+ * The ring allreduce's frame size: 1 MiB, so a step's block of up to
+ * 1 MiB is one frame, forwarded once it is all folded.  Forwarding
+ * sooner, in quarter-block frames of at least 128 KiB (as before) or as
+ * the bytes come (cut-through), buys a frame's time per step on a
+ * latency-bound link but costs a frame's overhead on every one, and
+ * every link of a ring is busy at every step anyway.  Measured in one
+ * process, the two alternating call by call (medians of 200-300 calls,
+ * quarter blocks -> 1 MiB frames): world 2, 1 MiB 690 -> 566 us and 512
+ * -> 431, 2 MiB 1153 -> 1072 and 921 -> 752; world 4, 1 MiB 1816 -> 1583
+ * and 2261 -> 2064, 2 MiB 3605 -> 3081 and 4423 -> 3849; world 3, 512
+ * KiB 366 -> 324; world 8, 2 MiB 7543 -> 6762; 8 MiB within 4%.
+ * Cut-through (a frame started once some of its bytes were folded, its
+ * tail sent as the rest was) measured the same as quarter blocks, 128
+ * KiB to 2 MiB at worlds 2 and 4 (docs/performance.md).
+ */
+#define SR_PLAN_FRAME (1u << 20)
 
 #endif

@@ -23,6 +23,8 @@
 #include "transport.h"
 #include "wire.h"
 
+_Static_assert(SR_RING_STREAMS_MAX == SR_STREAMS_MAX, "streams per link");
+
 /* How long a failing rank spends telling its peers (sending its abort,
  * then lingering until the peers' kernels have it). */
 #define ABORT_BUDGET_NS (1000LL * 1000000)
@@ -42,11 +44,13 @@ ring_free(struct sr_ring *ring)
 			free(ring->addresses[i]);
 		free(ring->addresses);
 	}
-	for (uint32_t i = 0; ring->links != NULL && i < ring->nlinks; i++)
+	for (uint32_t i = 0; ring->links != NULL &&
+	    i < ring->nlinks * ring->streams; i++)
 		sr_link_close(&ring->links[i]);
 	free(ring->links);
 	if (ring->all_links != ring->ring_links)
 		free(ring->all_links);
+	sr_group_free(ring->whole);
 	sr_engine_free(ring->engine);
 	free(ring->scratch);
 	free(ring->plan_sends);
@@ -107,6 +111,12 @@ check_config(uint64_t rank, uint64_t world, const char *const *addresses,
 			    "rank %llu has no address", (unsigned long long)i);
 			return -1;
 		}
+	if (options->streams > SR_RING_STREAMS_MAX) {
+		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "%u streams per link is too many (1 to %d)",
+		    options->streams, SR_RING_STREAMS_MAX);
+		return -1;
+	}
 	if (options->probe_ms > 0 && options->probe == NULL) {
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "a probe needs its report (sr_ring_options.probe)");
@@ -132,15 +142,18 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->cancel = options->cancel;
 	ring->integrity = options->integrity;
 	ring->mesh = (options->mesh || options->probe_ms > 0) && world > 1;
+	ring->streams = options->streams == 0 || options->probe_ms > 0 ? 1 :
+	    options->streams;
 	sr_error_clear(&ring->failure);
 	if (world == 1)
 		return ring;
 	ring->addresses = calloc((size_t)world, sizeof(char *));
-	ring->links = calloc(nlinks, sizeof(*ring->links));
+	ring->links = calloc((size_t)nlinks * ring->streams,
+	    sizeof(*ring->links));
 	if (ring->addresses == NULL || ring->links == NULL)
 		goto fail;
 	ring->nlinks = nlinks;
-	for (uint32_t i = 0; i < nlinks; i++)
+	for (uint32_t i = 0; i < nlinks * ring->streams; i++)
 		sr_link_init(&ring->links[i]);
 	for (uint64_t i = 0; i < world; i++)
 		if ((ring->addresses[i] = strdup(addresses[i])) == NULL)
@@ -156,6 +169,7 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	}
 	ring->engine = sr_engine_new(&(struct sr_engine_config){
 		.links = ring->links, .nlinks = nlinks,
+		.streams = ring->streams,
 		.addresses = ring->addresses, .world = ring->world,
 		.cancel = ring->cancel, .timeout_ms = ring->timeout_ms,
 		.integrity = ring->integrity });
@@ -206,9 +220,17 @@ sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd, uint32_t peer,
 	struct sr_link *l = &ring->links[index];
 
 	sr_link_open(l, fd, ring->rank, peer, ring->addresses[peer],
-	    ring->integrity, ring->mesh);
+	    ring->integrity, ring->mesh || ring->streams > 1);
 	sr_sock_tune(fd, ring->timeout_ms);
 	set_congestion(fd, congestion);
+	/*
+	 * A stream takes a new piece once its last is in the kernel; with
+	 * the unsent queue kept to a frame it is in the kernel only when the
+	 * stream can send it soon, so a slow stream is handed little and a
+	 * stalled one holds at most a frame or two of the send.
+	 */
+	if (ring->streams > 1)
+		sr_sock_notsent_lowat(fd, (int)SR_FRAME_MAX);
 	if (index == ring->next)
 		sr_sock_get_congestion(fd, ring->congestion,
 		    sizeof(ring->congestion));
@@ -220,16 +242,19 @@ form_ring(struct sr_ring *ring, struct sr_listener *listener,
     const char *const *addresses, const struct sr_ring_options *options,
     struct sr_error *err)
 {
-	int next_fd = -1, prev_fd = -1;
+	int next_fds[SR_STREAMS_MAX], prev_fds[SR_STREAMS_MAX];
 
-	if (sr_handshake_form(listener->fd, ring->rank, ring->world,
-	    ring->token, addresses, options, &next_fd, &prev_fd, err) != 0)
+	if (sr_handshake_form(listener, ring->rank, ring->world,
+	    ring->token, addresses, options, next_fds, prev_fds, err) != 0)
 		return -1;
 	sr_ring_set_neighbours(ring, SR_NEXT, SR_PREV);
-	sr_ring_set_link(ring, SR_NEXT, next_fd, (ring->rank + 1) % ring->world,
-	    options->congestion);
-	sr_ring_set_link(ring, SR_PREV, prev_fd,
-	    (ring->rank + ring->world - 1) % ring->world, options->congestion);
+	for (uint32_t s = 0; s < ring->streams; s++) {
+		sr_ring_set_link(ring, SR_NEXT + s * ring->nlinks, next_fds[s],
+		    (ring->rank + 1) % ring->world, options->congestion);
+		sr_ring_set_link(ring, SR_PREV + s * ring->nlinks, prev_fds[s],
+		    (ring->rank + ring->world - 1) % ring->world,
+		    options->congestion);
+	}
 	return 0;
 }
 
@@ -240,20 +265,21 @@ form_mesh(struct sr_ring *ring, struct sr_listener *listener,
     struct sr_error *err)
 {
 	uint32_t n = ring->world, me = ring->rank;
-	int *fds = malloc(n * sizeof(*fds)), kept = 0;
+	int *fds = malloc(n * ring->streams * sizeof(*fds)), kept = 0;
 
 	if (fds == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_CONFIG,
 		    "out of memory");
-	if (sr_mesh_form(listener->fd, me, n, ring->token, addresses, options,
+	if (sr_mesh_form(listener, me, n, ring->token, addresses, options,
 	    fds, err) != 0) {
 		free(fds);
 		return -1;
 	}
 	sr_ring_set_neighbours(ring, (me + 1) % n, (me + n - 1) % n);
-	for (uint32_t r = 0; r < n; r++)
-		if (r != me && fds[r] >= 0)
-			sr_ring_set_link(ring, r, fds[r], r, options->congestion);
+	for (uint32_t i = 0; i < n * ring->streams; i++)
+		if (i % n != me && fds[i] >= 0)
+			sr_ring_set_link(ring, i, fds[i], i % n,
+			    options->congestion);
 	free(fds);
 	/* A probe's mesh may lack links: the close and the abort run on
 	 * those that formed. */
@@ -320,7 +346,7 @@ sr_ring_set_timeout(struct sr_ring *ring, int64_t timeout_ms)
 	ring->timeout_ms = timeout_ms;
 	if (ring->engine != NULL)
 		sr_engine_set_timeout(ring->engine, timeout_ms);
-	for (uint32_t i = 0; i < ring->nlinks; i++)
+	for (uint32_t i = 0; i < ring->nlinks * ring->streams; i++)
 		if (ring->links[i].fd >= 0)
 			sr_sock_tune(ring->links[i].fd, timeout_ms);
 }
@@ -335,6 +361,36 @@ bool
 sr_ring_failed(const struct sr_ring *ring)
 {
 	return ring != NULL && ring->failed;
+}
+
+uint32_t
+sr_ring_streams(const struct sr_ring *ring)
+{
+	return ring->streams > 0 ? ring->streams : 1;
+}
+
+int
+sr_ring_next_stream(const struct sr_ring *ring, uint32_t stream,
+    struct sr_stream_stats *stats)
+{
+	const struct sr_link *l;
+	struct sr_tcp_counters tcp;
+
+	memset(stats, 0, sizeof(*stats));
+	if (ring->world < 2 || ring->links == NULL || stream >= ring->streams)
+		return -1;
+	l = &ring->links[ring->next + stream * ring->nlinks];
+	if (l->fd < 0)
+		return -1;
+	stats->tx_bytes = l->tx_bytes;
+	stats->rx_bytes = l->rx_bytes;
+	sr_sock_tcp_counters(l->fd, &tcp);
+	stats->retransmits = tcp.retransmits;
+	stats->rtt_us = tcp.rtt_us;
+	stats->cwnd = tcp.cwnd;
+	stats->mss = tcp.mss;
+	sr_sock_ends(l->fd, stats->local, stats->remote, sizeof(stats->local));
+	return 0;
 }
 
 uint32_t
@@ -410,7 +466,8 @@ void
 sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
 {
 	uint8_t payload[SR_ABORT_MAX];
-	struct sr_link *open[ring->nlinks > 0 ? ring->nlinks : 1];
+	uint32_t all = ring->nlinks * ring->streams;
+	struct sr_link *open[all > 0 ? all : 1];
 	struct sr_frame frame = { .kind = SR_FRAME_ABORT };
 	struct sr_abort abort;
 	int64_t deadline = sr_clock_ns() + ABORT_BUDGET_NS;
@@ -434,7 +491,7 @@ sr_ring_fail(struct sr_ring *ring, const struct sr_error *err)
 		    err->message);
 	}
 	frame.length = sr_abort_encode(&abort, payload, sizeof(payload));
-	for (uint32_t i = 0; i < ring->nlinks; i++) {
+	for (uint32_t i = 0; i < all; i++) {
 		if (ring->links[i].fd < 0)
 			continue;
 		/* A lost peer fails the send at once (EPIPE); a stopped one

@@ -29,9 +29,13 @@ struct sr_ring {
 	bool finished;		 /* sr_ring_finish agreed */
 	struct sr_error failure;
 	/* Every link of this rank, and which of them lead to its ring
-	 * neighbours (SR_NEXT and SR_PREV on a plain ring). */
+	 * neighbours (SR_NEXT and SR_PREV on a plain ring).  With several
+	 * streams per link, links holds nlinks * streams connections:
+	 * stream s of link i is links[i + s * nlinks] (sr_ring_stream), so
+	 * links[i] is each link's first. */
 	struct sr_link *links;
 	uint32_t nlinks;
+	uint32_t streams;	/* connections per link, >= 1 */
 	uint32_t next, prev;
 	/* Both neighbours' links, next first, each once: what a ring
 	 * collective runs on (engine.h, sr_transfer.links). */
@@ -57,6 +61,10 @@ struct sr_ring {
 	/* This rank's groups on a mesh (group.c), so that no two share an
 	 * id. */
 	struct sr_group *groups;
+	/* The whole ring as a group of its mesh (id 0, the ring's own
+	 * count), for its small allreduces (sr_mesh_allreduce); made on
+	 * first use. */
+	struct sr_group *whole;
 };
 
 
@@ -68,13 +76,32 @@ struct sr_ring {
 struct sr_ring *sr_ring_new(uint64_t rank, uint64_t world,
     const char *const *addresses, uint64_t token,
     const struct sr_ring_options *options, uint32_t nlinks);
+/* Stream s of link i. */
+static inline struct sr_link *
+sr_ring_stream(struct sr_ring *ring, uint32_t i, uint32_t s)
+{
+	return &ring->links[i + s * ring->nlinks];
+}
+
 /* Which links lead to the ring's next and previous ranks (at world 2 of
  * a mesh, the same one); the ring collectives run on them. */
 void sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next,
     uint32_t prev);
-/* Opens link `index` on fd (non-blocking, tuned) to rank peer. */
+/* Opens connection `index` of ring->links (a stream's: i + s * nlinks)
+ * on fd (non-blocking, tuned) to rank peer. */
 void sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd,
     uint32_t peer, const char *congestion);
+/*
+ * group.c: on a mesh, whether an allreduce of `bytes` at `world` ranks
+ * takes recursive doubling over the mesh's links, fewer hops than the
+ * ring's small path; and that allreduce, a ring collective (group 0, the
+ * ring's seq, already counted), failing the ring on failure.
+ */
+bool sr_mesh_doubling_pays(uint32_t world, size_t bytes);
+int sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send,
+    uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
+    struct sr_error *err);
+
 /* The failure of a broken ring copied into err (code kept). */
 int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);
 /* Records err as the ring's failure, sends the abort on every link

@@ -216,6 +216,14 @@ int sr_listener_open_within(struct sr_listener **out, const char *host,
 /* "ip:port" (IPv6 as "[ip]:port") that the other ranks connect to. */
 const char *sr_listener_address(const struct sr_listener *listener);
 uint16_t sr_listener_port(const struct sr_listener *listener);
+/*
+ * Listens on host:port too (port 0: ephemeral), for a rank reached at
+ * several addresses (sr_ring_options.nic_addresses): a connection to any
+ * of them reaches the same rank.  At most SR_RING_STREAMS_MAX - 1 of
+ * them; 0, or -1 with err (SR_EBIND, SR_ECONFIG).
+ */
+int sr_listener_also(struct sr_listener *listener, const char *host,
+    uint16_t port, struct sr_error *err);
 void sr_listener_close(struct sr_listener *listener);
 
 /* ------------------------------------------------------------------- ring */
@@ -325,7 +333,35 @@ struct sr_ring_options {
 	 */
 	int64_t probe_ms;
 	struct sr_probe_link *probe;
+	/*
+	 * Connections per link, 1 to SR_RING_STREAMS_MAX (0 counts as 1):
+	 * with more than one, every link (a ring's two, a mesh's every one)
+	 * is that many TCP connections, each authenticated and checked like
+	 * a link, and a collective's sends are cut into pieces that go on
+	 * whichever of them can take data first, so one slow or stalled
+	 * connection costs only its own share.  For links one flow cannot
+	 * fill (a flow capped by a shaper, or by one core's TCP processing
+	 * on a fast NIC).  Every rank must agree (SR_EREJECTED otherwise,
+	 * naming both counts).  One, the default, keeps a plain ring
+	 * byte-identical to silvic-net; more carry the mesh's wide frame
+	 * header.  A probe has one.
+	 */
+	uint32_t streams;
+	/*
+	 * Ranks reached at several addresses (several NICs; an MLX hostfile
+	 * lists them): nic_addresses[r] is rank r's, NULL-terminated, the
+	 * first being its address in the list given to sr_ring_connect (or
+	 * NULL for a rank of one address).  NULL: one address each.  Stream s
+	 * of a link then runs between address s of either end (modulo how
+	 * many each has): the connector binds its own before it dials the
+	 * peer's, so the streams spread over the address pairs.  A rank
+	 * listens on each of its own (sr_listener_also).
+	 */
+	const char *const *const *nic_addresses;
 };
+
+/* The most connections a link may have (sr_ring_options.streams). */
+#define SR_RING_STREAMS_MAX 8
 
 /*
  * What a probe (sr_ring_options.probe_ms) saw of one rank: this rank's
@@ -393,6 +429,26 @@ const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
 /* The congestion control the link to the next rank runs ("" in a world of
  * one), as the kernel reports it. */
 const char *sr_ring_congestion(const struct sr_ring *ring);
+
+/* Connections per link (sr_ring_options.streams; 1 in a world of one). */
+uint32_t sr_ring_streams(const struct sr_ring *ring);
+
+/* One connection of a link, as its counters and the kernel see it. */
+struct sr_stream_stats {
+	uint64_t tx_bytes;	/* sent on it, frames whole, over its life */
+	uint64_t rx_bytes;	/* read from it */
+	uint32_t retransmits;	/* segments TCP retransmitted (TCP_INFO) */
+	uint32_t rtt_us;	/* the kernel's smoothed round trip */
+	uint32_t cwnd;		/* the congestion window, in segments */
+	uint32_t mss;		/* the segment size */
+	char local[SR_ADDR_MAX];	/* "ip:port" of this end ("" unknown) */
+	char remote[SR_ADDR_MAX];	/* and of the peer's */
+};
+
+/* Stream `stream` of this rank's link to its next rank: 0, or -1 when
+ * there is no such connection (a world of one, stream >= streams). */
+int sr_ring_next_stream(const struct sr_ring *ring, uint32_t stream,
+    struct sr_stream_stats *stats);
 
 /*
  * Ends the ring as a collective step, the close every rank must agree on:

@@ -530,6 +530,40 @@ sr_sock_path_info(int fd, struct sr_path_info *info)
 }
 
 void
+sr_sock_tcp_counters(int fd, struct sr_tcp_counters *out)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(out, 0, sizeof(*out));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+		return;
+	out->retransmits = ti.tcpi_total_retrans;
+	out->rtt_us = ti.tcpi_rtt;
+	out->cwnd = ti.tcpi_snd_cwnd;
+	out->mss = ti.tcpi_snd_mss;
+}
+
+void
+sr_sock_ends(int fd, char *local, char *remote, size_t size)
+{
+	struct sr_sockaddr a = { .len = sizeof(a.ss) };
+
+	local[0] = remote[0] = '\0';
+	if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) == 0)
+		sr_sock_format(&a, local, size);
+	a.len = sizeof(a.ss);
+	if (getpeername(fd, (struct sockaddr *)&a.ss, &a.len) == 0)
+		sr_sock_format(&a, remote, size);
+}
+
+void
+sr_sock_notsent_lowat(int fd, int bytes)
+{
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));
+}
+
+void
 sr_sock_buffers(int fd, int bytes)
 {
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));

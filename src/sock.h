@@ -67,6 +67,23 @@ struct sr_path_info {
 	char iface[32];
 };
 void sr_sock_path_info(int fd, struct sr_path_info *info);
+/* A connected TCP socket's kernel counters (TCP_INFO): retransmitted
+ * segments over its life, the smoothed round trip (us), the congestion
+ * window (segments) and the segment size.  All 0 when the kernel says
+ * nothing (not TCP). */
+struct sr_tcp_counters {
+	uint32_t retransmits;
+	uint32_t rtt_us;
+	uint32_t cwnd;
+	uint32_t mss;
+};
+void sr_sock_tcp_counters(int fd, struct sr_tcp_counters *out);
+/* A connected socket's two ends, "ip:port" each ("" when unknown). */
+void sr_sock_ends(int fd, char *local, char *remote, size_t size);
+/* TCP_NOTSENT_LOWAT: the socket takes no more once `bytes` of what it
+ * was given wait unsent (so poll says it can take data only when it can
+ * send soon); best effort. */
+void sr_sock_notsent_lowat(int fd, int bytes);
 /* Buffer sizes; best effort. */
 void sr_sock_buffers(int fd, int bytes);
 /* Sets the congestion control; -1 with why (what the kernel offers or

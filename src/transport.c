@@ -263,6 +263,17 @@ unacknowledged(int fd)
 	return queued > 0;
 }
 
+uint64_t
+sr_link_queued(const struct sr_link *link)
+{
+	int queued = 0;
+
+	if (link->fd < 0 || ioctl(link->fd, SIOCOUTQ, &queued) != 0 ||
+	    queued < 0)
+		return 0;
+	return (uint64_t)queued;
+}
+
 /* Drops what came on a lingering link; false once the peer is gone. */
 static bool
 drop_input(int fd)

@@ -136,6 +136,10 @@ sr_link_tx_idle(const struct sr_link *link)
 	return link->tx == SR_TX_IDLE;
 }
 
+/* Bytes the kernel holds for the link, sent but not acknowledged or not
+ * sent yet (SIOCOUTQ); 0 when it does not say (not TCP). */
+uint64_t sr_link_queued(const struct sr_link *link);
+
 /* Whether the frame under way waits for the socket to drain. */
 static inline bool
 sr_link_tx_blocked(const struct sr_link *link)

@@ -43,8 +43,8 @@ _Static_assert(SR_FRAME_OFF_DTYPE == SR_FRAME_OFF_KIND + 1 &&
     SR_FRAME_OFF_LENGTH == SR_FRAME_OFF_SEQ + 8 &&
     SR_FRAME_HEADER_LEN == SR_FRAME_OFF_LENGTH + 8, "frame header layout");
 _Static_assert(SR_FRAME_OFF_GROUP == SR_FRAME_HEADER_LEN &&
-    SR_FRAME_OFF_RESERVED2 == SR_FRAME_OFF_GROUP + 4 &&
-    SR_FRAME_WIDE_LEN == SR_FRAME_OFF_RESERVED2 + 4, "wide header layout");
+    SR_FRAME_OFF_PIECE == SR_FRAME_OFF_GROUP + 4 &&
+    SR_FRAME_WIDE_LEN == SR_FRAME_OFF_PIECE + 4, "wide header layout");
 _Static_assert(SR_TRAILER_LEN == SR_TRAILER_OFF_CRC + 4, "trailer layout");
 _Static_assert(SR_ABORT_OFF_CLASS == SR_ABORT_OFF_ORIGIN + 4 &&
     SR_ABORT_OFF_CULPRIT == SR_ABORT_OFF_CLASS + 4 &&
@@ -202,6 +202,10 @@ sr_verdict_reason(enum sr_verdict verdict)
 		return "the two sides form different links: a mesh (--mesh), "
 		    "a ring, or bench connect's probe";
 	default:
+		if (verdict >= SR_VERDICT_STREAMS &&
+		    verdict <= SR_VERDICT_STREAMS_LAST)
+			return "the two sides open different numbers of "
+			    "streams per link (--streams)";
 		return "unknown verdict";
 	}
 }
@@ -304,6 +308,7 @@ sr_frame_decode(const uint8_t in[SR_FRAME_HEADER_LEN], struct sr_frame *frame)
 	frame->seq = sr_get_u64le(in + SR_FRAME_OFF_SEQ);
 	frame->length = sr_get_u64le(in + SR_FRAME_OFF_LENGTH);
 	frame->group = 0;
+	frame->piece = 0;
 }
 
 void
@@ -312,7 +317,7 @@ sr_frame_encode_wide(const struct sr_frame *frame,
 {
 	sr_frame_encode(frame, out);
 	sr_put_u32le(out + SR_FRAME_OFF_GROUP, frame->group);
-	sr_put_u32le(out + SR_FRAME_OFF_RESERVED2, 0);
+	sr_put_u32le(out + SR_FRAME_OFF_PIECE, frame->piece);
 }
 
 void
@@ -321,6 +326,7 @@ sr_frame_decode_wide(const uint8_t in[SR_FRAME_WIDE_LEN],
 {
 	sr_frame_decode(in, frame);
 	frame->group = sr_get_u32le(in + SR_FRAME_OFF_GROUP);
+	frame->piece = sr_get_u32le(in + SR_FRAME_OFF_PIECE);
 }
 
 static const char *
@@ -336,10 +342,15 @@ kind_name(uint8_t kind)
 void
 sr_frame_describe(const struct sr_frame *frame, char *buf, size_t size)
 {
-	char group[24] = "";
+	char group[40] = "";
 
-	if (frame->group != 0)
+	if (frame->group != 0 && frame->piece != 0)
+		snprintf(group, sizeof(group), " group %u piece %u",
+		    frame->group, frame->piece);
+	else if (frame->group != 0)
 		snprintf(group, sizeof(group), " group %u", frame->group);
+	else if (frame->piece != 0)
+		snprintf(group, sizeof(group), " piece %u", frame->piece);
 	if (frame->kind == SR_FRAME_ALLREDUCE && frame->dtype < SR_DTYPE_COUNT &&
 	    frame->op < SR_OP_COUNT)
 		snprintf(buf, size, "allreduce %s %s step %u seq %llu%s of %llu "

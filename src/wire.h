@@ -53,9 +53,10 @@ uint64_t sr_get_u64le(const uint8_t *p);
  *	12	4	rank	u32: the rank the connector claims
  *	16	4	world	u32
  *	20	4	flags	u32: SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH |
- *				SR_HELLO_PROBE (the seed's
- *				reserved field, 0 on a plain ring; any other
- *				bit is refused with SR_VERDICT_UNKNOWN_FLAGS)
+ *				SR_HELLO_PROBE, and the streams field (the
+ *				seed's reserved field, 0 on a plain ring; any
+ *				other bit is refused with
+ *				SR_VERDICT_UNKNOWN_FLAGS)
  *	24	8	token	u64: the job token
  *	32		SR_HELLO_LEN
  */
@@ -78,9 +79,28 @@ uint64_t sr_get_u64le(const uint8_t *p);
 /* The connector probes (bench connect): every rank dials every other;
  * with SR_HELLO_MESH.  The acceptor must probe too. */
 #define SR_HELLO_PROBE 0x8u
+/*
+ * The streams field (--streams K), in the flags' second byte:
+ *
+ *	bits	field
+ *	8-11	streams	K - 1: the connections the connector opens per link
+ *	12-15	stream	which of them this connection is (0 .. K - 1)
+ *
+ * One stream per link, the default, leaves both 0: a plain ring's hello
+ * stays the seed's.  Every rank must open as many (SR_VERDICT_STREAMS).
+ */
+#define SR_HELLO_STREAMS_SHIFT 8
+#define SR_HELLO_STREAM_SHIFT 12
+#define SR_HELLO_STREAMS_MASK 0xff00u
+/* The most streams a link may have. */
+#define SR_STREAMS_MAX 8
+/* The flags' streams field for stream `stream` of `streams`. */
+#define SR_HELLO_STREAMS(streams, stream) \
+	((((uint32_t)(streams) - 1) << SR_HELLO_STREAMS_SHIFT) | \
+	((uint32_t)(stream) << SR_HELLO_STREAM_SHIFT))
 /* Every flag this version defines; any other bit set is refused. */
 #define SR_HELLO_KNOWN (SR_HELLO_AUTH | SR_HELLO_CRC | SR_HELLO_MESH | \
-	SR_HELLO_PROBE)
+	SR_HELLO_PROBE | SR_HELLO_STREAMS_MASK)
 
 /*
  * The verdict, acceptor to connector:
@@ -106,6 +126,19 @@ struct sr_hello {
 	uint32_t flags;
 };
 
+/* A hello's streams per link (1 .. 16) and this connection's index. */
+static inline uint32_t
+sr_hello_streams(uint32_t flags)
+{
+	return ((flags >> SR_HELLO_STREAMS_SHIFT) & 0xf) + 1;
+}
+
+static inline uint32_t
+sr_hello_stream(uint32_t flags)
+{
+	return (flags >> SR_HELLO_STREAM_SHIFT) & 0xf;
+}
+
 /* The verdict's status: frozen wire values. */
 enum sr_verdict {
 	SR_VERDICT_ACCEPTED = 0,
@@ -125,6 +158,11 @@ enum sr_verdict {
 	/* One side forms a mesh, the other a ring, or one probes (bench
 	 * connect) and the other not. */
 	SR_VERDICT_MESH = 9,
+	/* 10 .. 17: the acceptor opens (code - 9) streams per link, and the
+	 * hello another number (or names a stream past them):
+	 * SR_VERDICT_STREAMS + K - 1 for an acceptor of K streams. */
+	SR_VERDICT_STREAMS = 10,
+	SR_VERDICT_STREAMS_LAST = SR_VERDICT_STREAMS + SR_STREAMS_MAX - 1,
 	SR_VERDICT_COUNT
 };
 
@@ -262,10 +300,19 @@ int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
  *	24	4	group	u32: the group the collective runs in (0: the
  *				ring of every rank); seq counts that group's
  *				collectives
- *	28	4	reserved, 0 (ignored on decode)
+ *	28	4	piece	u32: with several streams per link, which piece
+ *				of its send this frame is: its payload starts
+ *				at piece x the transfer's frame size (every
+ *				frame but a send's last carries a whole frame
+ *				size); 0 with one stream (ignored on decode
+ *				then)
  *	32		SR_FRAME_WIDE_LEN
  *
  * A plain ring's header has no group field (its frames are group 0).
+ * Links of several streams (--streams K > 1) carry the wide header on a
+ * plain ring too: a send is cut into pieces, each goes on whichever
+ * stream can take data first, and the receiver puts each where its piece
+ * says.  On each stream frames keep their order.
  */
 #define SR_FRAME_OFF_KIND 0
 #define SR_FRAME_OFF_DTYPE 1
@@ -276,7 +323,7 @@ int sr_result_decode(const uint8_t in[SR_RESULT_LEN],
 #define SR_FRAME_OFF_LENGTH 16
 #define SR_FRAME_HEADER_LEN 24
 #define SR_FRAME_OFF_GROUP 24
-#define SR_FRAME_OFF_RESERVED2 28
+#define SR_FRAME_OFF_PIECE 28
 #define SR_FRAME_WIDE_LEN 32
 /* The longest header a link reads or writes. */
 #define SR_FRAME_HEADER_MAX SR_FRAME_WIDE_LEN
@@ -303,6 +350,7 @@ struct sr_frame {
 	uint64_t seq;
 	uint64_t length;
 	uint32_t group;		/* wide headers only; 0 on a plain ring */
+	uint32_t piece;		/* wide headers only; 0 with one stream */
 };
 
 void sr_frame_encode(const struct sr_frame *frame,

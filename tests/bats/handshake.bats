@@ -145,7 +145,7 @@ PY
 	echo "# $output" >&3
 	[ "$status" -eq 0 ]
 	[ "$output" = "verdict (7, 1)" ]
-	wait_line "$(err 1)" "rank 1: rejected a connection from 127\.0\.0\.1:[0-9]+: its hello sets undefined flag bits 0x10 \(flags 0x10; this version defines 0xf; it claims rank 0 of 2\)" 10
+	wait_line "$(err 1)" "rank 1: rejected a connection from 127\.0\.0\.1:[0-9]+: its hello sets undefined flag bits 0x10 \(flags 0x10; this version defines 0xff0f; it claims rank 0 of 2\)" 10
 	# The real rank 0 still joins.
 	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 4242 --timeout 20
 	for r in 0 1; do

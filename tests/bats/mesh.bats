@@ -55,9 +55,13 @@ script() {
 	script
 	read -r -a PORTS <<<"$(free_ports 3 | tr '\n' ' ')"
 	loopback_list "$BATS_TEST_TMPDIR/peers" "${PORTS[@]}"
-	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --mesh --timeout 5 -v
+	# Rank 0 last, once rank 2 has refused rank 1: rank 0's own refusal
+	# (by rank 1) fails rank 2 through their link, and rank 2 could
+	# otherwise be gone before rank 1's hello reached it.
 	start_rank 1 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --timeout 5
 	start_rank 2 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --mesh --timeout 5 -v
+	wait_line "$(err 2)" "rejected a connection from 127\.0\.0\.1:[0-9]+: it forms a ring" 10
+	start_rank 0 "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --mesh --timeout 5 -v
 	for r in 0 1 2; do
 		wait_exit "${RANK_PIDS[$r]}" 30
 		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err $r)")" >&3

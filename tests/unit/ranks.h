@@ -104,6 +104,9 @@ struct ranks_job {
 	uint32_t hold_mask;
 	const char *congestion;	/* the ring option; NULL: the kernel's */
 	bool mesh;		/* form a mesh (sr_ring_options.mesh) */
+	bool integrity;		/* frames checked (sr_ring_options.integrity) */
+	uint32_t streams;	/* connections per link (0: one) ... */
+	uint32_t streams_of[RANKS_MAX];	/* ... unless non-zero here */
 	uint32_t ring_mask;	/* ranks that form a plain ring all the same */
 	int64_t probe_ms;	/* probe (sr_ring_options.probe_ms) */
 	const uint8_t *key;	/* authenticate with this key ... */
@@ -326,6 +329,9 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 	options.stray_arg = &ctx;
 	options.congestion = r->job.congestion;
 	options.mesh = r->job.mesh && !(r->job.ring_mask >> rank & 1);
+	options.integrity = r->job.integrity;
+	options.streams = r->job.streams_of[rank] ? r->job.streams_of[rank] :
+	    r->job.streams;
 	options.probe_ms = r->job.probe_ms;
 	options.probe = probe;
 	ctx.probe = probe;

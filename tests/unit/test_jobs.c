@@ -342,8 +342,34 @@ test_list(void)
 	    why);
 	CHECK(list.n == 3 && strcmp(list.addr[0], "[::1]:7001") == 0 &&
 	    strcmp(list.addr[2], "127.0.0.1:7003") == 0);
+	CHECK(list.nics == NULL);
 	peer_list_free(&list);
 	jobs_free(t);
+	/* An MLX hostfile's several addresses a rank: all kept, as long as
+	 * the list, for the streams (one address: none). */
+	text = "[[\"10.0.0.1:5000\", \"10.0.1.1:5001\"], \"10.0.0.2:5000\", "
+	    "[\"10.0.0.3:5000\", \"10.0.1.3:5000\", \"10.0.2.3:5000\"]]";
+	CHECKF(list_parse(text, strlen(text), "mlx", &list, why,
+	    sizeof(why)) == 0, "%s", why);
+	CHECK(list.n == 3 && list.nics_n == 3 && list.nics != NULL);
+	CHECK(strcmp(list.addr[0], "10.0.0.1:5000") == 0 &&
+	    strcmp(list.nics[0][0], "10.0.0.1:5000") == 0 &&
+	    strcmp(list.nics[0][1], "10.0.1.1:5001") == 0 &&
+	    list.nics[0][2] == NULL);
+	CHECK(list.nics[1] == NULL);
+	CHECK(strcmp(list.nics[2][2], "10.0.2.3:5000") == 0 &&
+	    list.nics[2][3] == NULL);
+	peer_list_free(&list);
+	text = "[[\"10.0.0.1:5000\", \"10.0.1.1\"]]";
+	CHECK(list_parse(text, strlen(text), "mlx", &list, why,
+	    sizeof(why)) == -1);
+	CHECKF(strstr(why, "rank 0") != NULL, "%s", why);
+	text = "[[\"a:1\", \"a:2\", \"a:3\", \"a:4\", \"a:5\", \"a:6\", "
+	    "\"a:7\", \"a:8\", \"a:9\"]]";
+	CHECK(list_parse(text, strlen(text), "mlx", &list, why,
+	    sizeof(why)) == -1);
+	CHECKF(strstr(why, "more than 8 addresses for one rank") != NULL, "%s",
+	    why);
 }
 
 static void

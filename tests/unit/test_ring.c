@@ -409,6 +409,116 @@ test_collectives_every_world(void)
 	}
 }
 
+/*
+ * Runs collectives_scenario as job: every rank clean and its results the
+ * same as rank 0's; *hash gets rank 0's.  what names the case.
+ */
+static void
+every_collective(const struct ranks_job *job, const char *what,
+    uint64_t *hash)
+{
+	static struct ranks r;
+	int64_t t0 = ranks_now_ns();
+
+	*hash = 0;
+	if (ranks_open(&r, job) != 0 || ranks_start(&r) != 0)
+		return;
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xff, true);
+	for (uint32_t i = 0; i < job->world; i++)
+		CHECKF(r.report[i].hash == r.report[0].hash, "%s: rank %u's "
+		    "results differ from rank 0's", what, i);
+	*hash = r.report[0].hash;
+	printf("# %s: every collective in %.0f ms\n", what,
+	    ranks_ms(ranks_now_ns() - t0));
+}
+
+/*
+ * Several connections per link: every collective exact, the same on every
+ * rank and as with one, on plain rings of 2 to 4 and a mesh of 3 (frame
+ * checks on every other case), and a 64 MiB allreduce whose pieces spread
+ * over the streams.
+ */
+static void
+test_streams_every_count(void)
+{
+	static const uint32_t counts[] = { 1, 2, 4, 8 };
+	uint64_t one[5] = { 0 }, hash;
+	char what[64];
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+		for (uint32_t w = 2; w <= 5; w++) {
+			struct ranks_job job = { .world = w == 5 ? 3 : w,
+				.timeout_ms = 20000, .mesh = w == 5,
+				.scenario = collectives_scenario,
+				.deadline_ms = 60000, .streams = counts[c],
+				.integrity = (c + w) % 2 == 1 };
+
+			snprintf(what, sizeof(what), "%u stream(s), world %u%s%s",
+			    counts[c], job.world, job.mesh ? " (mesh)" : "",
+			    job.integrity ? ", checked" : "");
+			every_collective(&job, what, &hash);
+			if (c == 0)
+				one[w - 1] = hash;
+			CHECKF(hash == one[w - 1], "%s: results differ from one "
+			    "stream's", what);
+		}
+}
+
+/* On a mesh of 8, small allreduces take recursive doubling over the
+ * mesh's links (group 0): every collective still exact and the same on
+ * every rank, with one stream and with two. */
+static void
+test_mesh_doubling_world_8(void)
+{
+	char what[64];
+	uint64_t hash;
+
+	for (uint32_t k = 1; k <= 2; k++) {
+		struct ranks_job job = { .world = 8, .timeout_ms = 20000,
+			.mesh = true, .scenario = collectives_scenario,
+			.deadline_ms = 60000, .streams = k };
+
+		snprintf(what, sizeof(what), "mesh of 8, %u stream(s)", k);
+		every_collective(&job, what, &hash);
+	}
+}
+
+static int small_sum_scenario(struct rank_ctx *ctx);
+
+/* A rank that opens another number of streams is refused at the
+ * handshake, and the refusal names both numbers. */
+static void
+test_streams_mismatch_refused(void)
+{
+	struct ranks_job job = { .world = 2, .timeout_ms = 3000,
+		.scenario = small_sum_scenario, .deadline_ms = 20000,
+		.streams = 2 };
+	static struct ranks r;
+	bool named = false;
+
+	job.streams_of[1] = 4;
+	if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+		return;
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xff, false);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct sr_error *e = &r.report[i].err;
+
+		CHECKF(r.report[i].rc != 0, "rank %u formed a ring of 2 and 4 "
+		    "streams", i);
+		CHECKF(e->code == SR_EREJECTED || e->code == SR_ETIMEOUT,
+		    "rank %u: %s", i, sr_code_name(e->code));
+		printf("# rank %u: %s\n", i, e->message);
+		if (strstr(e->message, "(--streams 2)") != NULL &&
+		    strstr(e->message, "(--streams 4)") != NULL)
+			named = true;
+	}
+	CHECKF(named, "no rank named both stream counts");
+	CHECKF(r.report[1].err.code == SR_EREJECTED ||
+	    r.report[0].err.code == SR_EREJECTED, "no rank was rejected");
+}
+
 /* 64 MiB of f64, out of place then in place, every element checked. */
 static int
 big_allreduce_scenario(struct rank_ctx *ctx)
@@ -456,18 +566,22 @@ big_allreduce_scenario(struct rank_ctx *ctx)
 static void
 test_allreduce_64mib(void)
 {
-	static const uint32_t worlds[] = { 2, 4 };
+	/* Then with the pieces spread over several streams. */
+	static const uint32_t worlds[] = { 2, 4, 2, 4 };
+	static const uint32_t streams[] = { 1, 1, 4, 8 };
 
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 4; k++) {
 		struct ranks_job job = { .world = worlds[k], .timeout_ms = 30000,
-			.scenario = big_allreduce_scenario, .deadline_ms = 40000 };
+			.scenario = big_allreduce_scenario, .deadline_ms = 40000,
+			.streams = streams[k] };
 		static struct ranks r;
 
 		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
 			return;
 		ranks_finish(&r);
 		ranks_check_clean(&r, 0xff, true);
-		printf("# world %u: 64 MiB f64 allreduce in %.0f ms\n", worlds[k],
+		printf("# world %u, %u stream(s): 64 MiB f64 allreduce in "
+		    "%.0f ms\n", worlds[k], streams[k],
 		    ranks_ms(r.report[0].aux[0]));
 	}
 }
@@ -1666,6 +1780,9 @@ main(int argc, char **argv)
 
 	RUN(test_collectives_every_world);
 	RUN(test_allreduce_64mib);
+	RUN(test_streams_every_count);
+	RUN(test_streams_mismatch_refused);
+	RUN(test_mesh_doubling_world_8);
 	RUN(test_bitwise_identical);
 	RUN(test_fold_order_is_the_same_on_every_rank);
 	RUN(test_congestion_control);

@@ -246,8 +246,9 @@ static void
 verdict_rejects_unknown_status(void)
 {
 	/* 4 and 5 are the authentication verdicts, 6 the integrity one, 7
-	 * undefined flags, 8 a rank that leaves, 9 a ring/mesh mix. */
-	static const uint32_t statuses[] = { 10, 256, 0x01000000u,
+	 * undefined flags, 8 a rank that leaves, 9 a ring/mesh mix, 10-17
+	 * another stream count. */
+	static const uint32_t statuses[] = { 18, 256, 0x01000000u,
 		UINT32_MAX };
 	uint8_t bytes[SR_VERDICT_LEN];
 
@@ -296,6 +297,9 @@ hello_judge_refuses_undefined_flag_bits(void)
 		CHECKF(sr_hello_judge(&hello, 77, 4, 2) == SR_VERDICT_ACCEPTED,
 		    "flags 0x%x", known[k]);
 		for (int bit = 4; bit < 32; bit++) {
+			/* Bits 8-15 are the streams field. */
+			if (bit >= 8 && bit < 16)
+				continue;
 			hello.flags = known[k] | UINT32_C(1) << bit;
 			CHECKF(sr_hello_judge(&hello, 77, 4, 2) ==
 			    SR_VERDICT_UNKNOWN_FLAGS, "flags 0x%x", hello.flags);
@@ -322,18 +326,22 @@ verdict_codes_are_frozen(void)
 	CHECK(SR_VERDICT_AUTH_REQUIRED == 4 && SR_VERDICT_NO_KEY == 5);
 	CHECK(SR_VERDICT_INTEGRITY == 6 && SR_VERDICT_UNKNOWN_FLAGS == 7);
 	CHECK(SR_VERDICT_NEXT_AUTH == 8 && SR_VERDICT_MESH == 9 &&
-	    SR_VERDICT_COUNT == 10);
+	    SR_VERDICT_STREAMS == 10 && SR_VERDICT_STREAMS_LAST == 17 &&
+	    SR_VERDICT_COUNT == 18);
 	CHECK(SR_HELLO_MESH == 0x4u && SR_HELLO_PROBE == 0x8u &&
-	    SR_HELLO_KNOWN == 0xfu);
+	    SR_HELLO_KNOWN == 0xff0fu);
 	sr_verdict_encode(SR_VERDICT_UNKNOWN_FLAGS, 1, bytes);
 	CHECK(memcmp(bytes, unknown_flags, sizeof(bytes)) == 0);
 	for (int v = 0; v < SR_VERDICT_COUNT; v++) {
 		CHECK(strcmp(sr_verdict_reason((enum sr_verdict)v),
 		    "unknown verdict") != 0);
-		for (int w = 0; w < v; w++)
+		/* The streams codes differ in the acceptor's count alone. */
+		for (int w = 0; w < v && w < SR_VERDICT_STREAMS; w++)
 			CHECK(strcmp(sr_verdict_reason((enum sr_verdict)v),
 			    sr_verdict_reason((enum sr_verdict)w)) != 0);
 	}
+	CHECK(strstr(sr_verdict_reason(SR_VERDICT_STREAMS_LAST),
+	    "--streams") != NULL);
 	CHECK(strstr(sr_verdict_reason(SR_VERDICT_UNKNOWN_FLAGS),
 	    "flag bits") != NULL);
 	CHECK(strstr(sr_verdict_reason(SR_VERDICT_NEXT_AUTH),
@@ -564,7 +572,7 @@ every_message_keeps_its_bytes(void)
 	struct sr_challenge c;
 	struct sr_response r;
 	struct sr_proof p;
-	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096, 0 };
+	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096, 0, 0 };
 	struct sr_abort a = { 2, SR_WIRE_AUTH, 1, "no" };
 	struct sr_goodbye g = { 5, 2, 4 };
 	uint8_t b[SR_ABORT_MAX];
@@ -622,21 +630,21 @@ frame_equal(const struct sr_frame *a, const struct sr_frame *b)
 {
 	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op &&
 	    a->step == b->step && a->seq == b->seq && a->length == b->length &&
-	    a->group == b->group;
+	    a->group == b->group && a->piece == b->piece;
 }
 
 static void
 frame_round_trips(void)
 {
 	static const struct sr_frame cases[] = {
-		{ SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 0, 1, 0, 0 },
-		{ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD, 29, 7, 4096, 0 },
-		{ SR_FRAME_BROADCAST, 0, 0, 3, 2, TWO_63, 0 },
-		{ SR_FRAME_ALLGATHER, 0, 0, 1, UINT64_MAX, UINT64_MAX, 0 },
-		{ SR_FRAME_ABORT, 0, 0, 0, 0, SR_ABORT_MAX, 0 },
-		{ SR_FRAME_BYE, 0, 0, 0, 0, 0, 0 },
-		{ 255, 255, 255, UINT32_MAX, UINT64_MAX, UINT64_MAX, 0 },
-		{ 200, 1, 2, 0x80000000u, TWO_63, TWO_63 - 1, 0 },
+		{ SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 0, 1, 0, 0, 0 },
+		{ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD, 29, 7, 4096, 0, 0 },
+		{ SR_FRAME_BROADCAST, 0, 0, 3, 2, TWO_63, 0, 0 },
+		{ SR_FRAME_ALLGATHER, 0, 0, 1, UINT64_MAX, UINT64_MAX, 0, 0 },
+		{ SR_FRAME_ABORT, 0, 0, 0, 0, SR_ABORT_MAX, 0, 0 },
+		{ SR_FRAME_BYE, 0, 0, 0, 0, 0, 0, 0 },
+		{ 255, 255, 255, UINT32_MAX, UINT64_MAX, UINT64_MAX, 0, 0 },
+		{ 200, 1, 2, 0x80000000u, TWO_63, TWO_63 - 1, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -662,7 +670,7 @@ static void
 wide_frame_round_trips_and_carries_the_group(void)
 {
 	struct sr_frame f = { SR_FRAME_ALLREDUCE, SR_I64, SR_MAX, 3, 7, 4096,
-		0xa1b2c3d4u }, got, plain;
+		0xa1b2c3d4u, 0 }, got, plain;
 	uint8_t wide[SR_FRAME_WIDE_LEN], narrow[SR_FRAME_HEADER_LEN];
 
 	memset(wide, 0x77, sizeof(wide));
@@ -674,11 +682,64 @@ wide_frame_round_trips_and_carries_the_group(void)
 	CHECK(wide[28] == 0 && wide[29] == 0 && wide[30] == 0 && wide[31] == 0);
 	wide[30] = 0x55;
 	sr_frame_decode_wide(wide, &got);
+	CHECK(got.piece == 0x550000u);
+	got.piece = 0;
 	CHECK(frame_equal(&got, &f));
 	sr_frame_decode(wide, &plain);
 	CHECK(plain.group == 0);
 	CHECK(sr_frame_check(&plain, &f) == SR_FRAME_MISMATCH);
 	CHECK(sr_frame_check(&got, &f) == SR_FRAME_MATCH);
+}
+
+/* With several streams the wide header's last word is the piece: written
+ * little-endian at offset 28, read back, and not part of the match (the
+ * engine places a piece by it). */
+static void
+wide_frame_carries_the_piece(void)
+{
+	struct sr_frame f = { SR_FRAME_ALLGATHER, 0, 0, 1, 3, 262144, 0,
+		0x01020304u }, got, other;
+	uint8_t wide[SR_FRAME_WIDE_LEN];
+	char buf[160];
+
+	sr_frame_encode_wide(&f, wide);
+	CHECK(wide[28] == 0x04 && wide[29] == 0x03 && wide[30] == 0x02 &&
+	    wide[31] == 0x01);
+	sr_frame_decode_wide(wide, &got);
+	CHECK(frame_equal(&got, &f));
+	other = f;
+	other.piece = 0;
+	CHECK(sr_frame_check(&got, &other) == SR_FRAME_MATCH);
+	sr_frame_decode(wide, &got);
+	CHECK(got.piece == 0);
+	f.piece = 7;
+	sr_frame_describe(&f, buf, sizeof(buf));
+	CHECKF(strcmp(buf, "allgather step 1 seq 3 piece 7 of 262144 bytes") ==
+	    0, "\"%s\"", buf);
+}
+
+/* The hello's streams field: K - 1 in bits 8-11, the stream in 12-15,
+ * nothing at all for one stream. */
+static void
+hello_streams_field(void)
+{
+	struct sr_hello h = { 1, 2, 9, 0 }, back;
+	uint8_t bytes[SR_HELLO_LEN];
+	const char *why;
+
+	CHECK(SR_HELLO_STREAMS(1, 0) == 0);
+	CHECK(SR_HELLO_STREAMS(8, 7) == 0x7700u);
+	CHECK(SR_HELLO_STREAMS(4, 2) == 0x2300u);
+	for (uint32_t k = 1; k <= SR_STREAMS_MAX; k++)
+		for (uint32_t s = 0; s < k; s++) {
+			h.flags = SR_HELLO_CRC | SR_HELLO_STREAMS(k, s);
+			sr_hello_encode(&h, bytes);
+			CHECK(sr_hello_decode(bytes, &back, &why) == 0);
+			CHECK(sr_hello_streams(back.flags) == k &&
+			    sr_hello_stream(back.flags) == s);
+			CHECK(sr_hello_judge(&back, 9, 2, 1) ==
+			    SR_VERDICT_ACCEPTED);
+		}
 }
 
 static void
@@ -691,7 +752,7 @@ frame_layout_is_little_endian(void)
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,	/* length */
 	};
 	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_I32, SR_PROD,
-		0x01020304u, UINT64_C(0x060708090a0b0c0d), TWO_63, 0 };
+		0x01020304u, UINT64_C(0x060708090a0b0c0d), TWO_63, 0, 0 };
 	uint8_t bytes[SR_FRAME_HEADER_LEN];
 
 	memset(bytes, 0xaa, sizeof(bytes));
@@ -702,7 +763,7 @@ frame_layout_is_little_endian(void)
 }
 
 static const struct sr_frame want_frame = { SR_FRAME_ALLREDUCE, SR_I64,
-	SR_MAX, 3, 9, 4096, 0 };
+	SR_MAX, 3, 9, 4096, 0, 0 };
 
 static void
 frame_check_match(void)
@@ -879,14 +940,14 @@ static void
 frame_describe_allreduce(void)
 {
 	struct sr_frame frame = { SR_FRAME_ALLREDUCE, SR_F64, SR_SUM, 3, 7,
-		4096, 0 };
+		4096, 0, 0 };
 	char buf[160];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce sum f64 step 3 seq 7 of 4096 bytes") == 0,
 	    "\"%s\"", buf);
 	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, SR_U32, SR_PROD,
-		UINT32_MAX, UINT64_MAX, UINT64_MAX, 0 };
+		UINT32_MAX, UINT64_MAX, UINT64_MAX, 0, 0 };
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce prod u32 step 4294967295 seq "
 	    "18446744073709551615 of 18446744073709551615 bytes") == 0,
@@ -896,7 +957,7 @@ frame_describe_allreduce(void)
 static void
 frame_describe_other_kinds(void)
 {
-	struct sr_frame frame = { SR_FRAME_BROADCAST, 0, 0, 2, 5, 64, 0 };
+	struct sr_frame frame = { SR_FRAME_BROADCAST, 0, 0, 2, 5, 64, 0, 0 };
 	char buf[160];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
@@ -908,7 +969,7 @@ frame_describe_other_kinds(void)
 	CHECKF(strcmp(buf, "goodbye step 2 seq 5 of 0 bytes") == 0, "\"%s\"",
 	    buf);
 	/* An allreduce naming no known dtype is still described. */
-	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, 99, SR_SUM, 0, 1, 8, 0 };
+	frame = (struct sr_frame){ SR_FRAME_ALLREDUCE, 99, SR_SUM, 0, 1, 8, 0, 0 };
 	sr_frame_describe(&frame, buf, sizeof(buf));
 	CHECKF(strcmp(buf, "allreduce step 0 seq 1 of 8 bytes") == 0, "\"%s\"",
 	    buf);
@@ -917,7 +978,7 @@ frame_describe_other_kinds(void)
 static void
 frame_describe_unknown_kind(void)
 {
-	struct sr_frame frame = { 200, 0, 0, 1, 2, 3, 0 };
+	struct sr_frame frame = { 200, 0, 0, 1, 2, 3, 0, 0 };
 	char buf[160], tiny[8];
 
 	sr_frame_describe(&frame, buf, sizeof(buf));
@@ -1036,6 +1097,8 @@ main(void)
 {
 	TEST_RUN(le_helpers_write_least_significant_byte_first);
 	TEST_RUN(hello_round_trips);
+	TEST_RUN(hello_streams_field);
+	TEST_RUN(wide_frame_carries_the_piece);
 	TEST_RUN(hello_layout_matches_seed);
 	TEST_RUN(hello_rejects_wrong_magic);
 	TEST_RUN(hello_rejects_other_protocol_version);
