@@ -157,16 +157,25 @@ teardown() {
 # file HOSTS and names resolve from it alone (nsswitch "hosts: files"):
 # fixed ports and names of the test's own, and nothing that reaches past
 # this machine.  HOSTS is bind-mounted, so lines appended to it later
-# (in place: never write it by rename) are seen at once.
+# (in place: never write it by rename) are seen at once.  A machine with
+# no /etc/hosts at all (a minbase chroot has none) has nothing to mount
+# on: there the namespace's /etc is a copy of the machine's, the one
+# file added, and the machine's own /etc is left as it was.
 in_private_net() {
-	local hosts=$1 nss
+	local hosts=$1 nss etc=-
 	shift
 	nss=$(mktemp "$BATS_TEST_TMPDIR/.nsswitch.XXXXXX") || return 1
 	printf 'hosts: files\n' >"$nss"
+	if [ ! -e /etc/hosts ]; then
+		etc=$(mktemp -d "$BATS_TEST_TMPDIR/.etc.XXXXXX") || return 1
+		cp -a /etc/. "$etc/" && : >"$etc/hosts" || return 1
+	fi
 	unshare --mount --net --propagation private bash -c \
-		'ip link set lo up && mount --bind "$0" /etc/hosts &&
-		mount --bind "$1" /etc/nsswitch.conf && shift && exec "$@"' \
-		"$hosts" "$nss" "$@"
+		'ip link set lo up &&
+		{ [ "$2" = - ] || mount --bind "$2" /etc; } &&
+		mount --bind "$0" /etc/hosts &&
+		mount --bind "$1" /etc/nsswitch.conf && shift 2 && exec "$@"' \
+		"$hosts" "$nss" "$etc" "$@"
 }
 
 # readme_cmds TEXT: the command lines of the README's set-up and "Using
