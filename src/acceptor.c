@@ -170,6 +170,110 @@ link_kind(uint32_t flags)
 	return flags & SR_HELLO_MESH ? "a mesh (--mesh)" : "a ring";
 }
 
+/* The verdict on a decoded hello; notes the rank and stream it claims in
+ * p. */
+static enum sr_verdict
+judge_hello(struct formation *f, struct pending *p,
+    const struct sr_hello *hello)
+{
+	enum sr_verdict verdict;
+	bool streams_ok, awaited;
+
+	p->claims = hello->rank;
+	p->stream = sr_hello_stream(hello->flags);
+	streams_ok = sr_hello_streams(hello->flags) == f->streams &&
+	    p->stream < f->streams;
+	/* A stream of another count is judged as such (below), not as a
+	 * rank this one does not await. */
+	awaited = streams_ok ? sr_acceptor_awaits_stream(f, hello->rank,
+	    p->stream) : sr_acceptor_dialled_by(f, hello->rank);
+	verdict = sr_hello_judge(hello, f->token, f->world, awaited ?
+	    hello->rank : !f->mesh && hello->rank != f->a.expected ?
+	    f->a.expected : SR_NO_RANK);
+	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
+	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
+	if (verdict != SR_VERDICT_ACCEPTED)
+		return verdict;
+	if (!(hello->flags & SR_HELLO_MESH) != !f->mesh ||
+	    !(hello->flags & SR_HELLO_PROBE) != !f->probe)
+		return SR_VERDICT_MESH;
+	if (!streams_ok)
+		return (enum sr_verdict)(SR_VERDICT_STREAMS + f->streams - 1);
+	if (f->keyed && !(hello->flags & SR_HELLO_AUTH))
+		return SR_VERDICT_AUTH_REQUIRED;
+	if (!f->keyed && (hello->flags & SR_HELLO_AUTH))
+		return SR_VERDICT_NO_KEY;
+	if (!(hello->flags & SR_HELLO_CRC) != !f->options->integrity)
+		return SR_VERDICT_INTEGRITY;
+	if (f->leaving && !f->keyed)
+		return SR_VERDICT_NEXT_AUTH;
+	return SR_VERDICT_ACCEPTED;
+}
+
+/* Writes why a hello was refused with verdict into reason; true when the
+ * refusal is of the authentication class. */
+static bool
+refusal(struct formation *f, const struct sr_hello *hello,
+    enum sr_verdict verdict, char *reason, size_t size)
+{
+	uint32_t streams = sr_hello_streams(hello->flags);
+
+	if (verdict >= SR_VERDICT_STREAMS && verdict <= SR_VERDICT_STREAMS_LAST) {
+		snprintf(reason, size, "it opens %u stream(s) per link "
+		    "(--streams %u) and this rank %u (--streams %u)%s (it claims "
+		    "rank %u of %u)", streams, streams, f->streams, f->streams,
+		    streams == f->streams ?
+		    "; its connection names a stream past them" : "",
+		    hello->rank, hello->world);
+		return false;
+	}
+	switch (verdict) {
+	case SR_VERDICT_AUTH_REQUIRED:
+		snprintf(reason, size, "authentication failed: it has no key "
+		    "(claims rank %u of %u)", hello->rank, hello->world);
+		return true;
+	case SR_VERDICT_NO_KEY:
+		snprintf(reason, size, "authentication failed: it has a key "
+		    "and this rank none (claims rank %u of %u)", hello->rank,
+		    hello->world);
+		return true;
+	case SR_VERDICT_UNKNOWN_FLAGS:
+		snprintf(reason, size, "its hello sets undefined flag bits 0x%x "
+		    "(flags 0x%x; this version defines 0x%x; it claims rank %u "
+		    "of %u)", hello->flags & ~SR_HELLO_KNOWN, hello->flags,
+		    SR_HELLO_KNOWN, hello->rank, hello->world);
+		return false;
+	case SR_VERDICT_NEXT_AUTH:
+		snprintf(reason, size, "told rank %u that this rank leaves: "
+		    "authentication failed on its link to rank %u", hello->rank,
+		    f->leave_peer);
+		return true;
+	case SR_VERDICT_MESH:
+		snprintf(reason, size, "it forms %s and this rank %s (it claims "
+		    "rank %u of %u)", link_kind(hello->flags),
+		    link_kind((f->mesh ? SR_HELLO_MESH : 0) |
+		    (f->probe ? SR_HELLO_PROBE : 0)), hello->rank, hello->world);
+		return false;
+	case SR_VERDICT_WRONG_RANK:
+		if (f->mesh) {
+			snprintf(reason, size, "%s (it claims rank %u of %u, which "
+			    "%s)", sr_verdict_reason(verdict), hello->rank,
+			    hello->world, hello->rank >= f->world ?
+			    "is out of range" : hello->rank == f->rank ?
+			    "is this rank's own" :
+			    !sr_mesh_dials(hello->rank, f->rank, f->world) ?
+			    "this rank dials itself" : "has its link already");
+			return false;
+		}
+		break;
+	default:
+		break;
+	}
+	snprintf(reason, size, "%s (it claims rank %u of %u)",
+	    sr_verdict_reason(verdict), hello->rank, hello->world);
+	return false;
+}
+
 /* Judges a hello and queues the verdict. */
 static enum pending_step
 pending_hello(struct formation *f, struct pending *p)
@@ -178,96 +282,16 @@ pending_hello(struct formation *f, struct pending *p)
 	enum sr_verdict verdict;
 	char reason[200];
 	const char *why;
-	bool streams_ok, awaited;
 
 	if (sr_hello_decode(p->x.in, &hello, &why) != 0) {
 		reject(f, p->address, false, "%s", why);
 		return PENDING_DROP;
 	}
-	p->claims = hello.rank;
-	p->stream = sr_hello_stream(hello.flags);
-	streams_ok = sr_hello_streams(hello.flags) == f->streams &&
-	    p->stream < f->streams;
-	/* A stream of another count is judged as such (below), not as a
-	 * rank this one does not await. */
-	awaited = streams_ok ? sr_acceptor_awaits_stream(f, hello.rank,
-	    p->stream) : sr_acceptor_dialled_by(f, hello.rank);
-	verdict = sr_hello_judge(&hello, f->token, f->world, awaited ?
-	    hello.rank : !f->mesh && hello.rank != f->a.expected ?
-	    f->a.expected : SR_NO_RANK);
-	p->claims_prev = verdict == SR_VERDICT_ACCEPTED ||
-	    verdict == SR_VERDICT_UNKNOWN_FLAGS;
-	if (verdict == SR_VERDICT_ACCEPTED &&
-	    (!(hello.flags & SR_HELLO_MESH) != !f->mesh ||
-	    !(hello.flags & SR_HELLO_PROBE) != !f->probe))
-		verdict = SR_VERDICT_MESH;
-	else if (verdict == SR_VERDICT_ACCEPTED && !streams_ok)
-		verdict = (enum sr_verdict)(SR_VERDICT_STREAMS + f->streams - 1);
-	else if (verdict == SR_VERDICT_ACCEPTED && f->keyed &&
-	    !(hello.flags & SR_HELLO_AUTH))
-		verdict = SR_VERDICT_AUTH_REQUIRED;
-	else if (verdict == SR_VERDICT_ACCEPTED && !f->keyed &&
-	    (hello.flags & SR_HELLO_AUTH))
-		verdict = SR_VERDICT_NO_KEY;
-	else if (verdict == SR_VERDICT_ACCEPTED &&
-	    !(hello.flags & SR_HELLO_CRC) != !f->options->integrity)
-		verdict = SR_VERDICT_INTEGRITY;
-	else if (verdict == SR_VERDICT_ACCEPTED && f->leaving && !f->keyed)
-		verdict = SR_VERDICT_NEXT_AUTH;
-	if (verdict >= SR_VERDICT_STREAMS && verdict <= SR_VERDICT_STREAMS_LAST) {
-		snprintf(reason, sizeof(reason), "it opens %u stream(s) per link "
-		    "(--streams %u) and this rank %u (--streams %u)%s (it claims "
-		    "rank %u of %u)", sr_hello_streams(hello.flags),
-		    sr_hello_streams(hello.flags), f->streams, f->streams,
-		    sr_hello_streams(hello.flags) == f->streams ?
-		    "; its connection names a stream past them" : "",
-		    hello.rank, hello.world);
-		return answer_and_reject(f, p, verdict, false, reason);
-	}
-	switch (verdict) {
-	case SR_VERDICT_ACCEPTED:
-		break;
-	case SR_VERDICT_AUTH_REQUIRED:
-		snprintf(reason, sizeof(reason), "authentication failed: it has "
-		    "no key (claims rank %u of %u)", hello.rank, hello.world);
-		return answer_and_reject(f, p, verdict, true, reason);
-	case SR_VERDICT_NO_KEY:
-		snprintf(reason, sizeof(reason), "authentication failed: it has "
-		    "a key and this rank none (claims rank %u of %u)", hello.rank,
-		    hello.world);
-		return answer_and_reject(f, p, verdict, true, reason);
-	case SR_VERDICT_UNKNOWN_FLAGS:
-		snprintf(reason, sizeof(reason), "its hello sets undefined flag "
-		    "bits 0x%x (flags 0x%x; this version defines 0x%x; it "
-		    "claims rank %u of %u)", hello.flags & ~SR_HELLO_KNOWN,
-		    hello.flags, SR_HELLO_KNOWN, hello.rank, hello.world);
-		return answer_and_reject(f, p, verdict, false, reason);
-	case SR_VERDICT_NEXT_AUTH:
-		snprintf(reason, sizeof(reason), "told rank %u that this rank "
-		    "leaves: authentication failed on its link to rank %u",
-		    hello.rank, f->leave_peer);
-		return answer_and_reject(f, p, verdict, true, reason);
-	case SR_VERDICT_MESH:
-		snprintf(reason, sizeof(reason), "it forms %s and this rank %s "
-		    "(it claims rank %u of %u)", link_kind(hello.flags),
-		    link_kind((f->mesh ? SR_HELLO_MESH : 0) |
-		    (f->probe ? SR_HELLO_PROBE : 0)), hello.rank, hello.world);
-		return answer_and_reject(f, p, verdict, false, reason);
-	case SR_VERDICT_WRONG_RANK:
-		if (!f->mesh)
-			goto other;
-		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u, "
-		    "which %s)", sr_verdict_reason(verdict), hello.rank,
-		    hello.world, hello.rank >= f->world ? "is out of range" :
-		    hello.rank == f->rank ? "is this rank's own" :
-		    !sr_mesh_dials(hello.rank, f->rank, f->world) ?
-		    "this rank dials itself" : "has its link already");
-		return answer_and_reject(f, p, verdict, false, reason);
-	default:
-	other:
-		snprintf(reason, sizeof(reason), "%s (it claims rank %u of %u)",
-		    sr_verdict_reason(verdict), hello.rank, hello.world);
-		return answer_and_reject(f, p, verdict, false, reason);
+	verdict = judge_hello(f, p, &hello);
+	if (verdict != SR_VERDICT_ACCEPTED) {
+		bool auth = refusal(f, &hello, verdict, reason, sizeof(reason));
+
+		return answer_and_reject(f, p, verdict, auth, reason);
 	}
 	sr_verdict_encode(verdict, f->rank, p->x.out);
 	if (!f->keyed)

@@ -433,6 +433,23 @@ ahead_here(const struct run *r, uint32_t link, const struct sr_frame *got)
 }
 
 /*
+ * Whether a goodbye on a link of several streams, where a piece of this
+ * transfer is due, may wait.  The goodbye is one piece on whichever
+ * stream was idle, so it can overtake the collective's last pieces on the
+ * others; its seq, the collectives its sender ran, says whether it ran
+ * this one (every piece of it is then on its way) or fewer (out of
+ * step).  A group counts its collectives apart from the ring's: there the
+ * goodbye waits, and the silence timeout judges a piece that never
+ * comes.
+ */
+static bool
+bye_overtook(const struct run *r, const struct sr_frame *got)
+{
+	return got->kind == SR_FRAME_BYE &&
+	    (r->x->group != 0 || got->seq >= r->x->seq);
+}
+
+/*
  * On a link of several streams: which piece of receive v the header on
  * connection k is.  1 with *p (and want's length) when it is one not yet
  * in, 0 when it waits for a later receive or collective, -1 on failure.
@@ -452,7 +469,8 @@ which_piece(struct run *r, uint32_t k, const struct sr_recv *v,
 		 * goodbye did on another stream. */
 		if (ahead_here(r, link, got) || later(r->x, got) ||
 		    (got->kind == SR_FRAME_BYE && want->kind == SR_FRAME_BYE &&
-		    got->seq == want->seq && got->step > want->step))
+		    got->seq == want->seq && got->step > want->step) ||
+		    (want->kind != SR_FRAME_BYE && bye_overtook(r, got)))
 			return 0;
 		return judge(r, k, want, err);
 	}

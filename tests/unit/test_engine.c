@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -1174,6 +1175,166 @@ a_waiting_rank_sends_heartbeats_naming_whom_it_waits_on(void)
 	fake_close(&f);
 }
 
+/* ------------------------------------------------------------ streams */
+
+#define STREAMS 2
+#define PIECE (256u << 10)	/* a broadcast's piece: the engine's frame */
+
+/* Rank 1 of 3 with two streams a link: far[link][stream] are the
+ * neighbours' ends. */
+struct fake_streams {
+	struct sr_ring *ring;
+	int far[2][STREAMS];
+};
+
+static int
+fake_streams_open(struct fake_streams *f)
+{
+	struct sr_ring_options options;
+	static const uint32_t ranks[2] = { [SR_NEXT] = NEXT_RANK,
+		[SR_PREV] = PREV_RANK };
+
+	memset(f->far, -1, sizeof(f->far));
+	sr_ring_options_init(&options);
+	options.timeout_ms = TIMEOUT_MS;
+	options.streams = STREAMS;
+	f->ring = sr_ring_new(RANK, WORLD, addresses, 7, &options, 2);
+	CHECK(f->ring != NULL);
+	if (f->ring == NULL)
+		return -1;
+	sr_ring_set_neighbours(f->ring, SR_NEXT, SR_PREV);
+	for (uint32_t l = 0; l < 2; l++)
+		for (uint32_t st = 0; st < STREAMS; st++) {
+			int sv[2];
+
+			CHECKF(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0,
+			    "socketpair: %s", strerror(errno));
+			sr_ring_set_link(f->ring, l + st * 2, sv[0], ranks[l],
+			    NULL);
+			f->far[l][st] = sv[1];
+		}
+	return 0;
+}
+
+static void
+fake_streams_close(struct fake_streams *f)
+{
+	for (int l = 0; l < 2; l++)
+		for (int st = 0; st < STREAMS; st++)
+			if (f->far[l][st] >= 0)
+				close(f->far[l][st]);
+	sr_ring_close(f->ring);
+}
+
+static void
+put_wide(int fd, const struct sr_frame *frame, const void *payload,
+    size_t len)
+{
+	uint8_t header[SR_FRAME_WIDE_LEN];
+
+	sr_frame_encode_wide(frame, header);
+	put(fd, header, sizeof(header));
+	if (len > 0)
+		put(fd, payload, len);
+}
+
+/* Rank 0's goodbye after `collectives`, as one piece on a stream. */
+static void
+put_goodbye(int fd, uint64_t collectives)
+{
+	struct sr_frame bye = { .kind = SR_FRAME_BYE, .seq = collectives,
+		.length = SR_GOODBYE_LEN };
+	struct sr_goodbye said = { .collectives = collectives,
+		.rank = PREV_RANK, .world = WORLD };
+	uint8_t payload[SR_GOODBYE_LEN];
+
+	sr_goodbye_encode(&said, payload);
+	put_wide(fd, &bye, payload, sizeof(payload));
+}
+
+/*
+ * Rank 0, done with a two-piece broadcast from rank 2 (rank 1 the last of
+ * the chain, forwarding nothing), says goodbye on stream 0 behind piece 0
+ * while piece 1 is still on its way on stream 1: the goodbye overtook it.
+ * Piece 1 is written only once rank 1 has read stream 0 up to the
+ * goodbye's payload (FIONREAD on rank 1's end), so the goodbye is judged
+ * first; the broadcast waits
+ * for piece 1 and is exact.  (Before, it failed "out of step: the ring
+ * was closed", which a 64 MiB allreduce over 8 streams hit in 1 run of 4.)
+ */
+static void
+goodbye_overtaking_a_piece_on_another_stream_waits(void)
+{
+	struct sr_frame piece = { .kind = SR_FRAME_BROADCAST,
+		.step = NEXT_RANK, .seq = 1, .length = PIECE };
+	uint8_t *sent = malloc(2 * PIECE), *buf = malloc(2 * PIECE);
+	struct fake_streams f;
+	struct sr_error err;
+	pid_t pid;
+
+	CHECK(sent != NULL && buf != NULL);
+	if (sent == NULL || buf == NULL || fake_streams_open(&f) != 0)
+		goto out;
+	fill_pattern(sent, 2 * PIECE, 11);
+	pid = fork();
+	if (pid == 0) {
+		int64_t deadline = now_ms() + TIMEOUT_MS;
+		int near = sr_ring_stream(f.ring, SR_PREV, 0)->fd, unread;
+		struct timeval bound = { .tv_sec = TIMEOUT_MS / 1000 };
+
+		/* A rank 1 that stops reading must not hang the child. */
+		for (int st = 0; st < STREAMS; st++)
+			setsockopt(f.far[SR_PREV][st], SOL_SOCKET, SO_SNDTIMEO,
+			    &bound, sizeof(bound));
+		piece.piece = 0;
+		put_wide(f.far[SR_PREV][0], &piece, sent, PIECE);
+		put_goodbye(f.far[SR_PREV][0], 1);
+		/* Rank 1's end of the stream, inherited: what it has not read
+		 * yet, polled with a deadline. */
+		while ((unread = pending(near)) > SR_GOODBYE_LEN &&
+		    now_ms() < deadline)
+			usleep(1000);
+		if (unread < 0 || unread > SR_GOODBYE_LEN)
+			_exit(3);
+		piece.piece = 1;
+		put_wide(f.far[SR_PREV][1], &piece, sent + PIECE, PIECE);
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	memset(buf, 0, 2 * PIECE);
+	CHECKF(sr_broadcast(f.ring, buf, 2 * PIECE, NEXT_RANK, &err) == 0,
+	    "%s", err.message);
+	CHECK(memcmp(buf, sent, 2 * PIECE) == 0);
+	CHECKF(reap(pid) == 0, "the child playing rank 0 failed");
+	CHECK(!f.ring->failed);
+	fake_streams_close(&f);
+out:
+	free(sent);
+	free(buf);
+}
+
+/* A goodbye of fewer collectives than the one under way is out of step at
+ * once on a link of several streams too, naming the count. */
+static void
+goodbye_of_fewer_collectives_on_a_stream_is_out_of_step(void)
+{
+	uint8_t buf[BYTES];
+	struct fake_streams f;
+	struct sr_error err;
+
+	if (fake_streams_open(&f) != 0)
+		return;
+	put_goodbye(f.far[SR_PREV][1], 0);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, NEXT_RANK, &err) == -1);
+	CHECKF(err.code == SR_EOUT_OF_STEP, "code %s",
+	    sr_code_name(err.code));
+	CHECK(err.peer == PREV_RANK);
+	CHECKF(contains(err.message, "the ring was closed (it finished its "
+	    "collectives, 0 of them, and said goodbye) by rank 0 "
+	    "(10.0.0.1:4100) on stream 1 of 2"), "%s", err.message);
+	fake_streams_close(&f);
+}
+
 int
 main(void)
 {
@@ -1192,6 +1353,8 @@ main(void)
 	TEST_RUN(abort_of_absurd_length_is_rejected);
 	TEST_RUN(large_frame_payload_waits_for_its_header);
 	TEST_RUN(goodbye_mid_collective_is_out_of_step);
+	TEST_RUN(goodbye_overtaking_a_piece_on_another_stream_waits);
+	TEST_RUN(goodbye_of_fewer_collectives_on_a_stream_is_out_of_step);
 	TEST_RUN(failure_is_told_to_both_neighbours);
 	TEST_RUN(abort_from_peer_reports_origin);
 	TEST_RUN(abort_fed_one_byte_at_a_time);
