@@ -596,8 +596,10 @@ wait_for(const struct run *r, struct pollfd *fds)
 		bool idle = l->rx == SR_RX_READY || l->eof;
 
 		fds[i].fd = l->fd;
+		/* A stream that ended while another of its link still carries
+		 * the receive has nothing more to say. */
 		fds[i].events = idle && (r->cursor[run_link_of(r, k)].recv < 0 ||
-		    l->rx == SR_RX_READY) ? 0 : POLLIN;
+		    l->rx == SR_RX_READY || l->rx == SR_RX_CLOSED) ? 0 : POLLIN;
 		if (sr_link_tx_blocked(l))
 			fds[i].events |= POLLOUT;
 		/* An idle link would still report POLLHUP: leave it out, or

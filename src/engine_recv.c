@@ -151,6 +151,16 @@ unexpected(struct run *r, uint32_t link, const struct sr_frame *got,
 	return -1;
 }
 
+/* Whether every stream of link has ended cleanly (after the goodbye). */
+static bool
+link_ended(const struct run *r, uint32_t link)
+{
+	for (uint32_t s = 0; s < r->e->streams; s++)
+		if (run_link(r, link + s * r->e->c.nlinks)->rx != SR_RX_CLOSED)
+			return false;
+	return true;
+}
+
 /* Reads a header on connection k: 1 when one is ready to be judged (in
  * the link's rx_frame), 0 when more bytes are needed, -1 on failure (an
  * abort, the end of the stream; a clean close with want NULL is 0). */
@@ -164,8 +174,12 @@ header_in(struct run *r, uint32_t k, const struct sr_frame *want,
 	case SR_LINK_AGAIN:
 		return 0;
 	case SR_LINK_CLOSED:
-		if (want == NULL)
-			return 0;	/* a clean close, nothing owed */
+		/* A clean close, nothing owed; or, on a link of several
+		 * streams, one stream's end that overtook what another still
+		 * carries (a peer shuts every stream once its last frame is
+		 * in the kernel): only the link's last end cuts it short. */
+		if (want == NULL || !link_ended(r, run_link_of(r, k)))
+			return 0;
 		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err,
 		    "out of step: the ring was closed (it finished its "
 		    "collectives) by");
@@ -467,7 +481,12 @@ which_piece(struct run *r, uint32_t k, const struct sr_recv *v,
 	if (sr_frame_check(got, want) != SR_FRAME_MATCH) {
 		/* The closing barrier's next step may come before the
 		 * goodbye did on another stream. */
-		if (ahead_here(r, link, got) || later(r->x, got) ||
+		/* While the goodbye or the closing barrier is due, a frame of
+		 * another collective is out of step (the peer ran one this
+		 * rank did not), as it is on one stream; only the barrier's
+		 * next step may wait. */
+		if (ahead_here(r, link, got) ||
+		    (want->kind != SR_FRAME_BYE && later(r->x, got)) ||
 		    (got->kind == SR_FRAME_BYE && want->kind == SR_FRAME_BYE &&
 		    got->seq == want->seq && got->step > want->step) ||
 		    (want->kind != SR_FRAME_BYE && bye_overtook(r, got)))
@@ -572,8 +591,14 @@ sr_engine_watch_idle(struct run *r, uint32_t k, struct sr_error *err)
 
 	/* Only once the collective cannot finish without waiting: an abort
 	 * right behind its last bytes belongs to the next call. */
-	if (r->cursor[run_link_of(r, k)].recv >= 0 || l->rx == SR_RX_READY ||
-	    sr_link_rx_dry(l) || l->eof)
+	if (r->cursor[run_link_of(r, k)].recv >= 0)
+		return 0;
+	/* A header parked for a later collective has none left once every
+	 * rank agreed to close (on a link of several streams it may have
+	 * come on a stream the goodbye did not). */
+	if (l->rx == SR_RX_READY && r->x->drain)
+		goto after_close;
+	if (l->rx == SR_RX_READY || sr_link_rx_dry(l) || l->eof)
 		return 0;
 	switch (read_header(r, k, NULL, 0, err)) {
 	case -1:
@@ -581,11 +606,12 @@ sr_engine_watch_idle(struct run *r, uint32_t k, struct sr_error *err)
 	case 1:
 		if (!r->x->drain)
 			return 0;	/* parked until its collective */
-		sr_frame_describe(&l->rx_frame, saw, sizeof(saw));
-		sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err, "out of "
-		    "step: after every rank agreed to close, a frame (%s) "
-		    "came from", saw);
-		return -1;
+		goto after_close;
 	}
 	return 0;
+after_close:
+	sr_frame_describe(&l->rx_frame, saw, sizeof(saw));
+	sr_engine_peer_error(r, k, SR_EOUT_OF_STEP, err, "out of step: after "
+	    "every rank agreed to close, a frame (%s) came from", saw);
+	return -1;
 }

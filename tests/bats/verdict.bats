@@ -79,6 +79,21 @@ all_out_of_step() {
 	grep -q "rank 2: .*out of step: the ring was closed (it finished its collectives, 2 of them, and said goodbye) by rank 1 (127.0.0.1:[0-9]*) in broadcast step 0 seq 3 of 8 bytes" "$(err 2)"
 }
 
+# The two disagreements above over links of two streams each (the wide
+# header, pieces placed by index, headers parked per stream): the same
+# exits, every rank out of step.
+@test "roots 0/1/1 and one broadcast more, over 2 streams a link: every rank exits 5, as with one" {
+	echo 'broadcast 0 a' >"$BATS_TEST_TMPDIR/s0"
+	echo 'broadcast 1 a' >"$BATS_TEST_TMPDIR/s"
+	ring_run 3 --timeout 10 --streams 2
+	all_out_of_step 3
+	rm "$BATS_TEST_TMPDIR/s0"
+	echo 'broadcast 0 a' >"$BATS_TEST_TMPDIR/s"
+	printf 'broadcast 0 a\nbroadcast 0 b\n' >"$BATS_TEST_TMPDIR/s2"
+	ring_run 3 --timeout 10 --streams 2
+	all_out_of_step 3
+}
+
 @test "a rank that runs one barrier less: both ranks of a world of 2 exit 5 with the counts" {
 	printf 'barrier\nbarrier\n' >"$BATS_TEST_TMPDIR/s"
 	printf 'barrier\n' >"$BATS_TEST_TMPDIR/s1"

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1313,6 +1314,79 @@ out:
 	free(buf);
 }
 
+/* Rank 0's side of the test below, on a thread of its own. */
+struct ended_first {
+	struct fake_streams *f;
+	const uint8_t *sent;
+	int rc;
+};
+
+static void *
+end_stream_1_first(void *arg)
+{
+	struct ended_first *e = arg;
+	struct fake_streams *f = e->f;
+	struct sr_frame piece = { .kind = SR_FRAME_BROADCAST,
+		.step = NEXT_RANK, .seq = 1, .length = PIECE };
+	const struct sr_link *l1 = sr_ring_stream(f->ring, SR_PREV, 1);
+	int near = sr_ring_stream(f->ring, SR_PREV, 0)->fd;
+	struct timeval bound = { .tv_sec = TIMEOUT_MS / 1000 };
+	int64_t deadline = now_ms() + TIMEOUT_MS;
+
+	setsockopt(f->far[SR_PREV][0], SOL_SOCKET, SO_SNDTIMEO, &bound,
+	    sizeof(bound));
+	put_wide(f->far[SR_PREV][0], &piece, e->sent, PIECE);
+	while (pending(near) > 0 && now_ms() < deadline)
+		usleep(1000);	/* polled, with a deadline */
+	/* Stream 1's end, as a peer that said goodbye shuts its streams. */
+	shutdown(f->far[SR_PREV][1], SHUT_WR);
+	while (__atomic_load_n(&l1->rx, __ATOMIC_ACQUIRE) != SR_RX_CLOSED &&
+	    now_ms() < deadline)
+		usleep(1000);
+	e->rc = __atomic_load_n(&l1->rx, __ATOMIC_ACQUIRE) == SR_RX_CLOSED ?
+	    0 : -1;
+	piece.piece = 1;
+	put_wide(f->far[SR_PREV][0], &piece, e->sent + PIECE, PIECE);
+	return NULL;
+}
+
+/*
+ * After the goodbyes, rank 0 shuts its streams once its last frame is in
+ * the kernel; the end of stream 1 can overtake that frame on stream 0.
+ * Here stream 1 ends while piece 1 of a broadcast is still due on stream
+ * 0 (its end seen by rank 1 before the piece is written): the receive
+ * waits for it and is exact, where it failed "out of step: the ring was
+ * closed".
+ */
+static void
+stream_ending_before_the_last_piece_on_another_waits(void)
+{
+	uint8_t *sent = malloc(2 * PIECE), *buf = malloc(2 * PIECE);
+	struct fake_streams f;
+	struct ended_first e = { .f = &f, .rc = -1 };
+	struct sr_error err;
+	pthread_t t;
+
+	CHECK(sent != NULL && buf != NULL);
+	if (sent == NULL || buf == NULL || fake_streams_open(&f) != 0)
+		goto out;
+	for (uint32_t st = 0; st < STREAMS; st++)
+		sr_ring_stream(f.ring, SR_PREV, st)->bye = true;
+	fill_pattern(sent, 2 * PIECE, 5);
+	e.sent = sent;
+	CHECK(pthread_create(&t, NULL, end_stream_1_first, &e) == 0);
+	memset(buf, 0, 2 * PIECE);
+	CHECKF(sr_broadcast(f.ring, buf, 2 * PIECE, NEXT_RANK, &err) == 0,
+	    "%s", err.message);
+	CHECK(memcmp(buf, sent, 2 * PIECE) == 0);
+	pthread_join(t, NULL);
+	CHECKF(e.rc == 0, "rank 1 never saw stream 1 end");
+	fake_streams_close(&f);
+out:
+	free(sent);
+	free(buf);
+}
+
 /* A goodbye of fewer collectives than the one under way is out of step at
  * once on a link of several streams too, naming the count. */
 static void
@@ -1355,6 +1429,7 @@ main(void)
 	TEST_RUN(goodbye_mid_collective_is_out_of_step);
 	TEST_RUN(goodbye_overtaking_a_piece_on_another_stream_waits);
 	TEST_RUN(goodbye_of_fewer_collectives_on_a_stream_is_out_of_step);
+	TEST_RUN(stream_ending_before_the_last_piece_on_another_waits);
 	TEST_RUN(failure_is_told_to_both_neighbours);
 	TEST_RUN(abort_from_peer_reports_origin);
 	TEST_RUN(abort_fed_one_byte_at_a_time);
