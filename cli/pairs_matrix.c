@@ -278,6 +278,26 @@ pairs_matrix_set(struct pairs_matrix *m, enum pairs_mode mode,
 	return 0;
 }
 
+void
+pairs_matrix_keep_faster(struct pairs_matrix *m, const struct pairs_matrix *other)
+{
+	for (int mode = 0; mode < PAIRS_MODE_COUNT; mode++)
+		for (uint32_t i = 0; i < m->world; i++)
+			for (uint32_t j = 0; j < m->world; j++) {
+				double mine, theirs;
+
+				if (i == j)
+					continue;
+				mine = pairs_cell_median(m, mode, i, j);
+				theirs = pairs_cell_median(other, mode, i, j);
+				if (isfinite(theirs) && (!isfinite(mine) ||
+				    theirs > mine))
+					memcpy(cell_at(m, mode, i, j),
+					    pairs_cell(other, mode, i, j),
+					    m->repeats * sizeof(double));
+			}
+}
+
 int
 pairs_matrix_complete(const struct pairs_matrix *m, char *why,
     size_t why_size)

@@ -107,6 +107,14 @@ int pairs_matrix_add(struct pairs_matrix *m, const struct pairs_plan *plan,
  * not a positive number. */
 int pairs_matrix_set(struct pairs_matrix *m, enum pairs_mode mode,
     uint32_t from, uint32_t to, const double *gbps);
+/*
+ * A second measuring pass's matrix `other` (same world and repeats) into
+ * m: each cell keeps the repeats of whichever pass's median is faster,
+ * so a cell stays slow only if it was slow both times.  Latencies, sizes
+ * and rounds stay m's.
+ */
+void pairs_matrix_keep_faster(struct pairs_matrix *m,
+    const struct pairs_matrix *other);
 /* -1 with why naming the first direction (and mode) nothing filled. */
 int pairs_matrix_complete(const struct pairs_matrix *m, char *why,
     size_t why_size);

@@ -621,6 +621,64 @@ test_verdict_link(void)
 	}
 }
 
+/*
+ * The second pass (bench pairs measures every pair again when the first
+ * verdict is not a pass; each cell keeps the faster pass's repeats): a
+ * link slow in one pass only (a stall of a busy machine) is gone, a link
+ * slow in both stays named, and the faster pass's repeats are kept whole.
+ */
+static void
+test_second_pass(void)
+{
+	struct pairs_verdict_options o;
+	struct pairs_matrix first, second;
+	struct pairs_verdict v;
+	struct synth s;
+	const uint32_t n = 6;
+	char why[256];
+
+	pairs_verdict_options_init(&o);
+	/* A stall: 2 -> 1 slow in the first pass, fine in the second. */
+	synth_init(&s, SYNTH_LINK, n);
+	s.x = 2;
+	s.y = 1;
+	s.slow = 0.55;
+	s.noise = 0.05;
+	s.seed = 7;
+	CHECK(synth_build(&s, &first) == 0);
+	synth_init(&s, SYNTH_UNIFORM, n);
+	s.noise = 0.05;
+	s.seed = 8;
+	CHECK(synth_build(&s, &second) == 0);
+	CHECK(pairs_verdict_run(&first, &o, &v, why, sizeof(why)) == 0 && !v.pass);
+	pairs_verdict_fini(&v);
+	pairs_matrix_keep_faster(&first, &second);
+	CHECK(memcmp(pairs_cell(&first, PAIRS_MODE_ALONE, 2, 1),
+	    pairs_cell(&second, PAIRS_MODE_ALONE, 2, 1),
+	    first.repeats * sizeof(double)) == 0);
+	CHECK(pairs_verdict_run(&first, &o, &v, why, sizeof(why)) == 0);
+	CHECK(is_ok(&first, &v));
+	pairs_verdict_fini(&v);
+	pairs_matrix_fini(&first);
+	pairs_matrix_fini(&second);
+	/* A slow link both times: still that link, that way. */
+	synth_init(&s, SYNTH_LINK, n);
+	s.x = 1;
+	s.y = 4;
+	s.noise = 0.05;
+	s.seed = 9;
+	CHECK(synth_build(&s, &first) == 0);
+	s.seed = 10;
+	CHECK(synth_build(&s, &second) == 0);
+	pairs_matrix_keep_faster(&first, &second);
+	CHECK(pairs_verdict_run(&first, &o, &v, why, sizeof(why)) == 0);
+	CHECK(only_link(&first, &v, 1, 4, PAIRS_SLOW_FORWARD_ALONE |
+	    PAIRS_SLOW_FORWARD_BOTH | PAIRS_SLOW_BACK_BOTH));
+	pairs_verdict_fini(&v);
+	pairs_matrix_fini(&first);
+	pairs_matrix_fini(&second);
+}
+
 static void
 test_verdict_fabric(void)
 {
@@ -994,6 +1052,7 @@ main(void)
 	TEST_RUN(test_verdict_noise);
 	TEST_RUN(test_verdict_host);
 	TEST_RUN(test_verdict_link);
+	TEST_RUN(test_second_pass);
 	TEST_RUN(test_verdict_fabric);
 	TEST_RUN(test_verdict_regression);
 	TEST_RUN(test_verdict_several);
