@@ -443,28 +443,27 @@ judge(struct pairs_run *r, const struct pairs_baseline *b,
  * busy machine (a rank not scheduled for the tens of milliseconds a
  * cell takes) can slow all of them; the second pass, minutes or seconds
  * later, does not share it, and a slow host or link is slow both times.
- * 0, 1 when the pass failed (r->err), -1 after saying why.
+ * 0 with the final verdict in v (the caller frees it), 1 when the
+ * second pass failed (r->err), -1 after saying why.
  */
 static int
-confirm(struct pairs_run *r, const struct pairs_baseline *b)
+confirm(struct pairs_run *r, const struct pairs_baseline *b,
+    struct pairs_verdict *v)
 {
 	struct pairs_matrix first = r->m;
-	struct pairs_verdict v;
 	char why[512];
-	bool pass;
 
-	if (judge(r, b, &v) != 0)
+	if (judge(r, b, v) != 0)
 		return -1;
-	pass = v.pass;
-	if (!pass && r->rank == 0 && !r->json) {
+	if (v->pass)
+		return 0;
+	if (r->rank == 0 && !r->json) {
 		printf("# first pass: %s\n# measuring every pair again; each "
 		    "cell is then the faster pass's\n", pairs_verdict_text(&r->m,
-		    &v, why, sizeof(why)));
+		    v, why, sizeof(why)));
 		fflush(stdout);
 	}
-	pairs_verdict_fini(&v);
-	if (pass)
-		return 0;
+	pairs_verdict_fini(v);
 	memset(&r->m, 0, sizeof(r->m));
 	if (matrix_open(r) != 0) {
 		r->m = first;
@@ -477,13 +476,14 @@ confirm(struct pairs_run *r, const struct pairs_baseline *b)
 	pairs_matrix_keep_faster(&first, &r->m);
 	pairs_matrix_fini(&r->m);
 	r->m = first;
-	return 0;
+	return judge(r, b, v);
 }
 
+/* Writes the matrix and verdict v (freed here); the exit status. */
 static int
-report(struct pairs_run *r, const struct pairs_baseline *b)
+report(struct pairs_run *r, const struct pairs_baseline *b,
+    struct pairs_verdict *v)
 {
-	struct pairs_verdict v;
 	struct pairs_report rep = { .plan = &r->plan, .m = &r->m,
 		.addresses = r->addresses, .warmup = r->o->warmup,
 		.threshold = r->o->threshold, .baseline = r->o->baseline };
@@ -492,24 +492,22 @@ report(struct pairs_run *r, const struct pairs_baseline *b)
 
 	for (int mode = 0; b != NULL && mode < PAIRS_MODE_COUNT; mode++)
 		rep.baseline_cells[mode] = b->cells[mode];
-	if (judge(r, b, &v) != 0)
-		return EXIT_INTERNAL;
-	rep.v = &v;
-	status = v.pass ? EXIT_OK : EXIT_THRESHOLD;
+	rep.v = v;
+	status = v->pass ? EXIT_OK : EXIT_THRESHOLD;
 	if (r->rank == 0) {
 		if ((r->json ? pairs_json_write(stdout, &rep, status) :
 		    pairs_table_write(stdout, &rep)) != 0)
 			status = EXIT_INTERNAL;
-		if (r->o->svg != NULL && pairs_svg_write(r->o->svg, &r->m, &v,
+		if (r->o->svg != NULL && pairs_svg_write(r->o->svg, &r->m, v,
 		    why, sizeof(why)) != 0) {
 			cli_error("bench pairs: --svg: %s", why);
 			status = EXIT_INTERNAL;
 		}
 	}
-	if (!v.pass)
-		cli_error("bench pairs: %s", pairs_verdict_text(&r->m, &v, why,
+	if (!v->pass)
+		cli_error("bench pairs: %s", pairs_verdict_text(&r->m, v, why,
 		    sizeof(why)));
-	pairs_verdict_fini(&v);
+	pairs_verdict_fini(v);
 	return status;
 }
 
@@ -520,6 +518,7 @@ run(struct pairs_run *r)
 		.addresses = r->addresses, .warmup = r->o->warmup,
 		.threshold = r->o->threshold, .baseline = r->o->baseline };
 	struct pairs_baseline b = { 0 }, *base = NULL;
+	struct pairs_verdict v;
 	struct pairs_estimate e = { .repeats = r->o->repeats,
 		.warmup = r->o->warmup, .pings = PAIRS_PINGS };
 	char why[512];
@@ -561,10 +560,10 @@ run(struct pairs_run *r)
 		    r->json);
 		fflush(stdout);
 	}
-	if (measure_all(r) != 0 || (rc = confirm(r, base)) == 1)
+	if (measure_all(r) != 0 || (rc = confirm(r, base, &v)) == 1)
 		rc = cli_report(&r->err, r->json);
 	else if (rc == 0)
-		rc = report(r, base);
+		rc = report(r, base, &v);
 	else
 		rc = EXIT_INTERNAL;
 	pairs_baseline_fini(&b);
