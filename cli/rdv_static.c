@@ -105,6 +105,31 @@ dns_collect(struct lookup *k)
 }
 
 /*
+ * A lookup that could not be cancelled still holds its names and
+ * requests: glibc's worker writes into them when it answers, so they are
+ * never freed, and stay reachable from here (a leak checker at exit
+ * would otherwise call them lost, and fail the process).
+ */
+struct lookup_left {
+	struct lookup_left *next;
+	struct lookup k;
+};
+
+static struct lookup_left *lookups_left;
+
+static void
+dns_leave_running(const struct lookup *k)
+{
+	struct lookup_left *l = malloc(sizeof(*l));
+
+	if (l == NULL)
+		return;		/* unreachable, but still never freed */
+	l->k = *k;
+	l->next = lookups_left;
+	lookups_left = l;
+}
+
+/*
  * One round: every name not resolved yet, all at once, until they have
  * all answered, or end.  Requests still running then are cancelled; one
  * that cannot be is left to finish, and asked again only once it has.
@@ -280,10 +305,11 @@ nomem:
 	peer_list_free(list);
 	sr_error_set(err, SR_ENOMEM, SR_PHASE_RENDEZVOUS, "out of memory");
 out:
-	/* A lookup still running holds its name and request: they stay. */
 	for (uint64_t i = 0; k.busy != NULL && i < k.n; i++)
-		if (k.busy[i])
+		if (k.busy[i]) {
+			dns_leave_running(&k);
 			return rc;
+		}
 	for (uint64_t i = 0; k.names != NULL && i < k.n; i++)
 		free(k.names[i]);
 	free(k.names);

@@ -161,21 +161,26 @@ teardown() {
 # no /etc/hosts at all (a minbase chroot has none) has nothing to mount
 # on: there the namespace's /etc is a copy of the machine's, the one
 # file added, and the machine's own /etc is left as it was.
+#
+# With PRIVATE_RESOLV=FILE, names not in HOSTS go on to DNS ("hosts:
+# files dns") as FILE, a resolv.conf, says: a server the test runs in
+# the namespace itself (its loopback is all there is).
 in_private_net() {
-	local hosts=$1 nss etc=-
+	local hosts=$1 nss etc=- resolv=${PRIVATE_RESOLV:--}
 	shift
 	nss=$(mktemp "$BATS_TEST_TMPDIR/.nsswitch.XXXXXX") || return 1
-	printf 'hosts: files\n' >"$nss"
-	if [ ! -e /etc/hosts ]; then
+	printf 'hosts: files%s\n' "$([ "$resolv" = - ] || echo ' dns')" >"$nss"
+	if [ ! -e /etc/hosts ] || { [ "$resolv" != - ] && [ ! -e /etc/resolv.conf ]; }; then
 		etc=$(mktemp -d "$BATS_TEST_TMPDIR/.etc.XXXXXX") || return 1
-		cp -a /etc/. "$etc/" && : >"$etc/hosts" || return 1
+		cp -a /etc/. "$etc/" && touch "$etc/hosts" "$etc/resolv.conf" || return 1
 	fi
 	unshare --mount --net --propagation private bash -c \
 		'ip link set lo up &&
 		{ [ "$2" = - ] || mount --bind "$2" /etc; } &&
 		mount --bind "$0" /etc/hosts &&
-		mount --bind "$1" /etc/nsswitch.conf && shift 2 && exec "$@"' \
-		"$hosts" "$nss" "$etc" "$@"
+		{ [ "$3" = - ] || mount --bind "$3" /etc/resolv.conf; } &&
+		mount --bind "$1" /etc/nsswitch.conf && shift 3 && exec "$@"' \
+		"$hosts" "$nss" "$etc" "$resolv" "$@"
 }
 
 # readme_cmds TEXT: the command lines of the README's set-up and "Using
