@@ -312,11 +312,14 @@ pump_out(struct run *r, uint32_t k, struct sr_error *err)
 
 	if (l->tx_errno != 0) {
 		/* Nothing more will be read there: the send's error stands. */
-		if (l->rx == SR_RX_READY || l->eof) {
+		if (l->eof) {
 			errno = l->tx_errno;
 			sr_engine_io_error(r, k, SR_IO_ERROR, err);
 			return -1;
 		}
+		/* A parked frame hides what came behind it. */
+		if (l->rx == SR_RX_READY || st->dropping)
+			return sr_engine_drop_to_abort(r, k, err);
 		return 0;
 	}
 	for (;;) {
@@ -677,6 +680,7 @@ start_conn(struct run *r, uint32_t k, int64_t now, struct sr_error *err)
 	}
 	st->active = false;
 	st->carrying = false;
+	st->dropping = false;
 	st->fill = 0;
 	if (st->segment == NULL && (st->segment = malloc(SR_SEGMENT)) == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,

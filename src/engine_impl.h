@@ -42,6 +42,8 @@ struct sr_stream {
 	uint8_t *segment;	/* SR_SEGMENT bytes for reductions, from the
 				 * first transfer that folds on this stream */
 	size_t fill;	/* reduction bytes waiting in the segment */
+	bool dropping;	/* the send broke: what comes is read and dropped
+			 * until the abort (sr_engine_drop_to_abort) */
 };
 
 struct sr_engine {
@@ -117,5 +119,10 @@ int64_t sr_engine_pump_in(struct run *r, uint32_t k, struct sr_error *err);
  * goodbye or a close; a later collective's header may wait there for
  * its turn.  0, or -1 on failure. */
 int sr_engine_watch_idle(struct run *r, uint32_t k, struct sr_error *err);
+/* This rank's send on k broke with a frame of a later collective parked
+ * there: frames are read and dropped until the abort queued behind them,
+ * or the stream's end.  Bytes moved, or -1. */
+int64_t sr_engine_drop_to_abort(struct run *r, uint32_t k,
+    struct sr_error *err);
 
 #endif

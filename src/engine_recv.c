@@ -552,6 +552,8 @@ sr_engine_pump_in(struct run *r, uint32_t k, struct sr_error *err)
 	struct sr_link *l = run_link(r, k);
 	int64_t moved = 0, n;
 
+	if (st->dropping)
+		return 0;	/* its send's failure reads it */
 	/* A header that waited for its receive's turn is judged whether or
 	 * not the socket has more. */
 	while (c->recv >= 0 && (l->rx == SR_RX_READY || !sr_link_rx_dry(l))) {
@@ -583,11 +585,71 @@ sr_engine_pump_in(struct run *r, uint32_t k, struct sr_error *err)
 	return moved;
 }
 
+/*
+ * The peer that failed first queued its abort behind what it had sent
+ * (the reset that broke this rank's send came after it), and a frame of
+ * a later collective parked ahead of the abort hides it.  The collective
+ * cannot finish now, so every frame that comes is read into scratch and
+ * dropped, never into a receive, until the abort (its origin's words are
+ * the failure) or the end of the stream (then the send's error stands,
+ * sr_engine_io_error).
+ */
+int64_t
+sr_engine_drop_to_abort(struct run *r, uint32_t k, struct sr_error *err)
+{
+	struct sr_link *l = run_link(r, k);
+	uint8_t scratch[SR_STAGE];
+	uint32_t got, computed;
+	int64_t moved = 0;
+	ssize_t n;
+	int rc;
+
+	r->e->stream[k].dropping = true;
+	for (;;) {
+		switch (l->rx) {
+		case SR_RX_READY:
+			sr_link_take(l);
+			break;
+		case SR_RX_PAYLOAD:
+			n = sr_link_read(l, scratch, sizeof(scratch));
+			if (n == SR_IO_AGAIN)
+				return moved;
+			if (n < 0) {
+				sr_engine_io_error(r, k, (int)n, err);
+				return -1;
+			}
+			moved += n;
+			break;
+		case SR_RX_TRAILER:
+			switch (sr_link_trailer(l, &got, &computed)) {
+			case SR_TRAILER_AGAIN:
+				return moved;
+			case SR_TRAILER_EOF:
+			case SR_TRAILER_ERROR:
+				sr_engine_io_error(r, k, SR_IO_EOF, err);
+				return -1;
+			default:
+				moved += SR_TRAILER_LEN;
+			}
+			break;
+		case SR_RX_CLOSED:
+			sr_engine_io_error(r, k, SR_IO_EOF, err);
+			return -1;
+		default:
+			if ((rc = header_in(r, k, NULL, 0, err)) <= 0)
+				return rc < 0 ? -1 : moved;
+		}
+	}
+}
+
 int
 sr_engine_watch_idle(struct run *r, uint32_t k, struct sr_error *err)
 {
 	struct sr_link *l = run_link(r, k);
 	char saw[160];
+
+	if (r->e->stream[k].dropping)
+		return 0;	/* its send's failure reads it */
 
 	/* Only once the collective cannot finish without waiting: an abort
 	 * right behind its last bytes belongs to the next call. */

@@ -712,6 +712,98 @@ abort_on_the_idle_side_is_noticed(void)
 	fake_close(&f);
 }
 
+/*
+ * Rank 2 sent a frame of a later collective, then (with_abort) failed:
+ * its abort sits behind that frame, and it closed.  Rank 1 parks the
+ * later frame's header (its collective has not begun here); only then
+ * does rank 0's broadcast come, and rank 1's forward to rank 2 breaks.
+ * The failure is rank 2's abort, read past the parked frame (and its
+ * trailer, with integrity checks), not rank 1's broken pipe (seen once
+ * in test_group's test_member_stops under load); with no abort there,
+ * the end of rank 2's stream comes, and the lost connection to rank 2
+ * is the failure.
+ */
+static void
+parked_frame_then_the_send_breaks(bool integrity, bool with_abort)
+{
+	struct sr_frame later = broadcast_frame(BYTES), first =
+	    broadcast_frame(BYTES), abort = { .kind = SR_FRAME_ABORT };
+	uint8_t payload[SR_ABORT_MAX], buf[BYTES], data[BYTES];
+	size_t later_len = SR_FRAME_HEADER_LEN + BYTES +
+	    (integrity ? SR_TRAILER_LEN : 0);
+	struct sr_error err;
+	struct fake f;
+	int64_t deadline;
+	int near, queued;
+	pid_t pid;
+
+	if (fake_open_with(&f, TIMEOUT_MS, integrity) != 0)
+		return;
+	near = f.ring->links[SR_NEXT].fd;
+	later.seq = 2;
+	fill_pattern(data, BYTES, 9);
+	if (integrity)
+		put_checked_frame(f.far[SR_NEXT], &later, data, BYTES, 0);
+	else
+		put_frame(f.far[SR_NEXT], &later, data, BYTES);
+	if (with_abort) {
+		abort.length = abort_payload(payload, NEXT_RANK,
+		    SR_WIRE_TIMEOUT, PREV_RANK, timeout_reason);
+		put_frame(f.far[SR_NEXT], &abort, payload,
+		    (size_t)abort.length);
+	}
+	close(f.far[SR_NEXT]);
+	f.far[SR_NEXT] = -1;
+	queued = pending(near);
+	pid = fork();
+	if (pid == 0) {
+		/* Rank 0, once rank 1 has read the later frame's header
+		 * (and no further: its payload waits for its turn). */
+		deadline = now_ms() + TIMEOUT_MS;
+		while (pending(near) > queued - SR_FRAME_HEADER_LEN &&
+		    now_ms() < deadline)
+			usleep(1000);	/* polled, with a deadline */
+		if (integrity)
+			put_checked_frame(f.far[SR_PREV], &first, data, BYTES,
+			    0);
+		else
+			put_frame(f.far[SR_PREV], &first, data, BYTES);
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	CHECK(queued >= (int)later_len);
+	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
+	CHECK(reap(pid) == 0);
+	if (with_abort) {
+		check_reported_abort(&err);
+	} else {
+		CHECKF(err.code == SR_EPEER_CLOSED, "code %s",
+		    sr_code_name(err.code));
+		CHECK(err.peer == NEXT_RANK);
+		CHECKF(contains(err.message, "lost the connection (") &&
+		    contains(err.message, ") to rank 2 ("), "%s", err.message);
+	}
+	fake_close(&f);
+}
+
+static void
+abort_behind_a_parked_frame_is_heard_when_the_send_breaks(void)
+{
+	parked_frame_then_the_send_breaks(false, true);
+}
+
+static void
+abort_behind_a_parked_checked_frame_is_heard_when_the_send_breaks(void)
+{
+	parked_frame_then_the_send_breaks(true, true);
+}
+
+static void
+no_abort_behind_a_parked_frame_the_lost_link_is_the_failure(void)
+{
+	parked_frame_then_the_send_breaks(false, false);
+}
+
 static void
 abort_without_culprit_blames_origin(void)
 {
@@ -1436,6 +1528,9 @@ main(void)
 	TEST_RUN(abort_from_peer_reports_origin);
 	TEST_RUN(abort_fed_one_byte_at_a_time);
 	TEST_RUN(abort_on_the_idle_side_is_noticed);
+	TEST_RUN(abort_behind_a_parked_frame_is_heard_when_the_send_breaks);
+	TEST_RUN(abort_behind_a_parked_checked_frame_is_heard_when_the_send_breaks);
+	TEST_RUN(no_abort_behind_a_parked_frame_the_lost_link_is_the_failure);
 	TEST_RUN(abort_without_culprit_blames_origin);
 	TEST_RUN(abort_with_unknown_code_is_aborted);
 	TEST_RUN(peer_closes_mid_frame);
