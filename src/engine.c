@@ -280,7 +280,7 @@ least_queued(const struct run *r, uint32_t link, uint32_t k,
 	if (best < r->frame_max / 4)
 		return k;
 	for (uint32_t j = 0; j < r->e->streams && best > 0; j++) {
-		uint32_t c = link + j * r->e->c.nlinks;
+		uint32_t c = run_conn(r, link, j);
 		const struct sr_link *l = run_link(r, c);
 		uint64_t q;
 
@@ -378,8 +378,8 @@ conn(const struct run *r, int i)
 
 	if (streams == 1)
 		return r->x->links[i];
-	return r->x->links[i / (int)streams] +
-	    (uint32_t)(i % (int)streams) * r->e->c.nlinks;
+	return run_conn(r, r->x->links[i / (int)streams],
+	    (uint32_t)(i % (int)streams));
 }
 
 static bool
@@ -424,7 +424,7 @@ static bool
 link_blocked(const struct run *r, uint32_t link)
 {
 	for (uint32_t s = 0; s < r->e->streams; s++)
-		if (sr_link_tx_blocked(run_link(r, link + s * r->e->c.nlinks)))
+		if (sr_link_tx_blocked(run_link(r, run_conn(r, link, s))))
 			return true;
 	return false;
 }
@@ -486,7 +486,7 @@ link_heard(const struct run *r, uint32_t link, uint32_t *k)
 	int64_t heard = INT64_MIN;
 
 	for (uint32_t s = 0; s < r->e->streams; s++) {
-		uint32_t j = link + s * r->e->c.nlinks;
+		uint32_t j = run_conn(r, link, s);
 
 		if (run_link(r, j)->heard_ns > heard) {
 			heard = run_link(r, j)->heard_ns;

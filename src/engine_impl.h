@@ -80,6 +80,13 @@ run_stream_of(const struct run *r, uint32_t k)
 	return r->e->streams == 1 ? 0 : k / r->e->c.nlinks;
 }
 
+/* The connection that is stream s of link (run_link_of's inverse). */
+static inline uint32_t
+run_conn(const struct run *r, uint32_t link, uint32_t s)
+{
+	return link + s * r->e->c.nlinks;
+}
+
 /* The pieces of a receive of len bytes: an empty one is one frame. */
 static inline uint64_t
 run_pieces(const struct run *r, uint64_t len)

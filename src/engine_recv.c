@@ -156,7 +156,7 @@ static bool
 link_ended(const struct run *r, uint32_t link)
 {
 	for (uint32_t s = 0; s < r->e->streams; s++)
-		if (run_link(r, link + s * r->e->c.nlinks)->rx != SR_RX_CLOSED)
+		if (run_link(r, run_conn(r, link, s))->rx != SR_RX_CLOSED)
 			return false;
 	return true;
 }
@@ -421,7 +421,7 @@ piece_under_way(const struct run *r, uint32_t link, uint32_t p)
 {
 	for (uint32_t s = 0; s < r->e->streams; s++) {
 		const struct sr_stream *st =
-		    &r->e->stream[link + s * r->e->c.nlinks];
+		    &r->e->stream[run_conn(r, link, s)];
 
 		if (st->active && st->piece == p)
 			return true;
