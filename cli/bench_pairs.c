@@ -108,6 +108,7 @@ struct pairs_run {
 	double *times;			/* warmup + repeats */
 	struct pairs_matrix m;
 	double slowest_s, slowest_rtt_s;	/* the estimate's */
+	unsigned passes;		/* over every pair: 1, or 2 (confirm) */
 	struct sr_error err;
 };
 
@@ -464,6 +465,7 @@ confirm(struct pairs_run *r, const struct pairs_baseline *b,
 		fflush(stdout);
 	}
 	pairs_verdict_fini(v);
+	r->passes = 2;
 	memset(&r->m, 0, sizeof(r->m));
 	if (matrix_open(r) != 0) {
 		r->m = first;
@@ -486,7 +488,8 @@ report(struct pairs_run *r, const struct pairs_baseline *b,
 {
 	struct pairs_report rep = { .plan = &r->plan, .m = &r->m,
 		.addresses = r->addresses, .warmup = r->o->warmup,
-		.threshold = r->o->threshold, .baseline = r->o->baseline };
+		.threshold = r->o->threshold, .baseline = r->o->baseline,
+		.passes = r->passes };
 	char why[256];
 	int status;
 
@@ -524,6 +527,7 @@ run(struct pairs_run *r)
 	char why[512];
 	int rc;
 
+	r->passes = 1;
 	if (pairs_plan_init(&r->plan, r->world) != 0 || matrix_open(r) != 0)
 		return cli_usage_error("bench pairs: a world of %u is more "
 		    "than it measures (at most %u)", r->world,

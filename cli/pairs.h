@@ -51,6 +51,7 @@ struct pairs_report {
 	const char *baseline;		/* --baseline FILE, or NULL */
 	/* its cells (struct pairs_baseline's), or NULL */
 	const double *baseline_cells[PAIRS_MODE_COUNT];
+	unsigned passes;		/* 2 when every pair was measured again */
 };
 
 /*

@@ -600,7 +600,7 @@ verdict_json(FILE *out, const struct pairs_report *r, int status)
 	fputs(",\"baseline\":", out);
 	pairs_json_string_or_null(out, r->baseline);
 	per_mode(out, "baseline_ratio", v->baseline_ratio);
-	fprintf(out, ",\"exit\":%d}\n", status);
+	fprintf(out, ",\"passes\":%u,\"exit\":%d}\n", r->passes, status);
 }
 
 int

@@ -169,6 +169,7 @@ assert sorted((r["from"], r["to"]) for r in recs if r["type"] == "pair") == \
     [(i, j) for i in range(6) for j in range(6) if i != j]
 v = recs[-1]
 assert v["verdict"] == "link" and v["exit"] == 6 and v["pass"] is False
+assert v["passes"] == 2, v["passes"]
 f = v["findings"][0]
 assert (f["from"], f["to"], f["direction"]) == (1, 4, "one"), f
 print("ok")

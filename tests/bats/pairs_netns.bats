@@ -113,7 +113,7 @@ verdict_lines() {
 	pairs_run 0 --json
 	[ "$STATUS" -eq 0 ]
 	cp "$(out 0)" "$BATS_TEST_TMPDIR/healthy.json"
-	tail -n 1 "$BATS_TEST_TMPDIR/healthy.json" | grep -q '"type":"verdict",.*"pass":true,.*"exit":0}$'
+	tail -n 1 "$BATS_TEST_TMPDIR/healthy.json" | grep -q '"type":"verdict",.*"pass":true,.*"passes":1,"exit":0}$'
 	"$NETNS_HOSTS" rate "$NS_4" "$SLOW_MBIT"
 	pairs_run 1 --json --svg "$BATS_TEST_TMPDIR/m.svg" \
 		--baseline "$BATS_TEST_TMPDIR/healthy.json"
@@ -128,6 +128,7 @@ verdict = recs[-1]
 assert len(pairs) == 30, len(pairs)
 assert verdict["type"] == "verdict" and not verdict["pass"], verdict
 assert verdict["exit"] == 6 and verdict["baseline"], verdict
+assert verdict["passes"] == 2, verdict
 kinds = [f["kind"] for f in verdict["findings"]]
 assert kinds == ["host"], kinds
 assert verdict["findings"][0]["host"] == sys.argv[3], verdict["findings"]

@@ -168,6 +168,7 @@ run_init(struct run *x, const struct pairs_verdict_options *o)
 	x->r.baseline = o->baseline_name;
 	x->r.baseline_cells[0] = o->baseline[0];
 	x->r.baseline_cells[1] = o->baseline[1];
+	x->r.passes = 2;
 	return 0;
 }
 
@@ -256,6 +257,7 @@ test_json_records(void)
 			CHECK(strcmp(json_get(&v, "verdict")->string, "link") ==
 			    0);
 			CHECK(json_get(&v, "exit")->number == 6);
+			CHECK(json_get(&v, "passes")->number == 2);
 			CHECK(json_get(&v, "pass")->type == JSON_FALSE);
 			CHECK(f->count == 1);
 			CHECK(strcmp(json_get(&f->items[0], "direction")->string,
