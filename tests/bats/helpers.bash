@@ -159,20 +159,25 @@ teardown() {
 # this machine.  HOSTS is bind-mounted, so lines appended to it later
 # (in place: never write it by rename) are seen at once.  A machine with
 # no /etc/hosts at all (a minbase chroot has none) has nothing to mount
-# on: there the namespace's /etc is a copy of the machine's, the one
-# file added, and the machine's own /etc is left as it was.
+# on: there the namespace's /etc is a copy of the machine's, the missing
+# files added, and the machine's own /etc is left as it was.
 #
 # With PRIVATE_RESOLV=FILE, names not in HOSTS go on to DNS ("hosts:
 # files dns") as FILE, a resolv.conf, says: a server the test runs in
 # the namespace itself (its loopback is all there is).
 in_private_net() {
-	local hosts=$1 nss etc=- resolv=${PRIVATE_RESOLV:--}
+	local hosts=$1 nss etc=- resolv=${PRIVATE_RESOLV:--} f
 	shift
 	nss=$(mktemp "$BATS_TEST_TMPDIR/.nsswitch.XXXXXX") || return 1
 	printf 'hosts: files%s\n' "$([ "$resolv" = - ] || echo ' dns')" >"$nss"
 	if [ ! -e /etc/hosts ] || { [ "$resolv" != - ] && [ ! -e /etc/resolv.conf ]; }; then
 		etc=$(mktemp -d "$BATS_TEST_TMPDIR/.etc.XXXXXX") || return 1
-		cp -a /etc/. "$etc/" && touch "$etc/hosts" "$etc/resolv.conf" || return 1
+		cp -a /etc/. "$etc/" || return 1
+		# Either may be missing, or a symlink to nothing (a resolver's
+		# file in /run): a file of its own to mount on.
+		for f in hosts resolv.conf; do
+			[ -e "$etc/$f" ] || { rm -f "$etc/$f" && : >"$etc/$f"; } || return 1
+		done
 	fi
 	unshare --mount --net --propagation private bash -c \
 		'ip link set lo up &&
