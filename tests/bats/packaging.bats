@@ -119,7 +119,7 @@ EOF
 
 @test "the shared library exports exactly the functions silvic_ring.h declares" {
 	local so
-	so=$(echo "$SR_BUILD_DIR"/libsilvic_ring.so.*.*)
+	so=$(echo "${SR_BUILD_DIR:-$TOP/build}"/libsilvic_ring.so.*.*)
 	[ -f "$so" ]
 	nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort -u \
 	    >"$BATS_TEST_TMPDIR/exported"
