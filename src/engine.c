@@ -680,7 +680,10 @@ start_conn(struct run *r, uint32_t k, int64_t now, struct sr_error *err)
 	}
 	st->active = false;
 	st->carrying = false;
-	st->dropping = false;
+	/* A link whose send broke never sends again: what comes on it is
+	 * still dropped, mid-frame or not. */
+	if (l->tx_errno == 0)
+		st->dropping = false;
 	st->fill = 0;
 	if (st->segment == NULL && (st->segment = malloc(SR_SEGMENT)) == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,

@@ -592,14 +592,14 @@ sr_engine_pump_in(struct run *r, uint32_t k, struct sr_error *err)
  * cannot finish now, so every frame that comes is read into scratch and
  * dropped, never into a receive, until the abort (its origin's words are
  * the failure) or the end of the stream (then the send's error stands,
- * sr_engine_io_error).
+ * sr_engine_io_error).  A dropped frame's trailer is still checked: a
+ * corrupt one is the failure, named as when a frame is taken.
  */
 int64_t
 sr_engine_drop_to_abort(struct run *r, uint32_t k, struct sr_error *err)
 {
 	struct sr_link *l = run_link(r, k);
 	uint8_t scratch[SR_STAGE];
-	uint32_t got, computed;
 	int64_t moved = 0;
 	ssize_t n;
 	int rc;
@@ -621,16 +621,10 @@ sr_engine_drop_to_abort(struct run *r, uint32_t k, struct sr_error *err)
 			moved += n;
 			break;
 		case SR_RX_TRAILER:
-			switch (sr_link_trailer(l, &got, &computed)) {
-			case SR_TRAILER_AGAIN:
-				return moved;
-			case SR_TRAILER_EOF:
-			case SR_TRAILER_ERROR:
-				sr_engine_io_error(r, k, SR_IO_EOF, err);
-				return -1;
-			default:
-				moved += SR_TRAILER_LEN;
-			}
+			/* A corrupt frame is named as such, as when taken. */
+			if ((rc = read_trailer(r, k, err)) <= 0)
+				return rc < 0 ? -1 : moved;
+			moved += SR_TRAILER_LEN;
 			break;
 		case SR_RX_CLOSED:
 			sr_engine_io_error(r, k, SR_IO_EOF, err);

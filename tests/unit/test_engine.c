@@ -724,7 +724,8 @@ abort_on_the_idle_side_is_noticed(void)
  * is the failure.
  */
 static void
-parked_frame_then_the_send_breaks(bool integrity, bool with_abort)
+parked_frame_then_the_send_breaks(bool integrity, bool with_abort,
+    size_t flip)
 {
 	struct sr_frame later = broadcast_frame(BYTES), first =
 	    broadcast_frame(BYTES), abort = { .kind = SR_FRAME_ABORT };
@@ -743,7 +744,7 @@ parked_frame_then_the_send_breaks(bool integrity, bool with_abort)
 	later.seq = 2;
 	fill_pattern(data, BYTES, 9);
 	if (integrity)
-		put_checked_frame(f.far[SR_NEXT], &later, data, BYTES, 0);
+		put_checked_frame(f.far[SR_NEXT], &later, data, BYTES, flip);
 	else
 		put_frame(f.far[SR_NEXT], &later, data, BYTES);
 	if (with_abort) {
@@ -774,7 +775,14 @@ parked_frame_then_the_send_breaks(bool integrity, bool with_abort)
 	CHECK(queued >= (int)later_len);
 	CHECK(sr_broadcast(f.ring, buf, BYTES, PREV_RANK, &err) == -1);
 	CHECK(reap(pid) == 0);
-	if (with_abort) {
+	if (flip > 0) {
+		/* Dropped or not, a corrupt frame is named as one. */
+		CHECKF(err.code == SR_ECORRUPT, "code %s",
+		    sr_code_name(err.code));
+		CHECK(err.peer == NEXT_RANK);
+		CHECKF(contains(err.message, "integrity check failed") &&
+		    contains(err.message, "rank 2 ("), "%s", err.message);
+	} else if (with_abort) {
 		check_reported_abort(&err);
 	} else {
 		CHECKF(err.code == SR_EPEER_CLOSED, "code %s",
@@ -789,19 +797,27 @@ parked_frame_then_the_send_breaks(bool integrity, bool with_abort)
 static void
 abort_behind_a_parked_frame_is_heard_when_the_send_breaks(void)
 {
-	parked_frame_then_the_send_breaks(false, true);
+	parked_frame_then_the_send_breaks(false, true, 0);
 }
 
 static void
 abort_behind_a_parked_checked_frame_is_heard_when_the_send_breaks(void)
 {
-	parked_frame_then_the_send_breaks(true, true);
+	parked_frame_then_the_send_breaks(true, true, 0);
+}
+
+/* The parked frame's payload corrupted on the way: the drop checks its
+ * trailer and fails on it, where it spun on the corrupt trailer. */
+static void
+corrupt_parked_frame_is_named_when_the_send_breaks(void)
+{
+	parked_frame_then_the_send_breaks(true, true, 3);
 }
 
 static void
 no_abort_behind_a_parked_frame_the_lost_link_is_the_failure(void)
 {
-	parked_frame_then_the_send_breaks(false, false);
+	parked_frame_then_the_send_breaks(false, false, 0);
 }
 
 static void
@@ -1530,6 +1546,7 @@ main(void)
 	TEST_RUN(abort_on_the_idle_side_is_noticed);
 	TEST_RUN(abort_behind_a_parked_frame_is_heard_when_the_send_breaks);
 	TEST_RUN(abort_behind_a_parked_checked_frame_is_heard_when_the_send_breaks);
+	TEST_RUN(corrupt_parked_frame_is_named_when_the_send_breaks);
 	TEST_RUN(no_abort_behind_a_parked_frame_the_lost_link_is_the_failure);
 	TEST_RUN(abort_without_culprit_blames_origin);
 	TEST_RUN(abort_with_unknown_code_is_aborted);
