@@ -627,6 +627,22 @@ test_verdict_link(void)
  * link slow in one pass only (a stall of a busy machine) is gone, a link
  * slow in both stays named, and the faster pass's repeats are kept whole.
  */
+/* A matrix of world n, noise 5%, whose link x -> y runs at slow x. */
+static int
+noisy_link(struct pairs_matrix *m, uint32_t n, uint32_t x, uint32_t y,
+    double slow, uint64_t seed)
+{
+	struct synth s;
+
+	synth_init(&s, SYNTH_LINK, n);
+	s.x = x;
+	s.y = y;
+	s.slow = slow;
+	s.noise = 0.05;
+	s.seed = seed;
+	return synth_build(&s, m);
+}
+
 static void
 test_second_pass(void)
 {
@@ -639,13 +655,7 @@ test_second_pass(void)
 
 	pairs_verdict_options_init(&o);
 	/* A stall: 2 -> 1 slow in the first pass, fine in the second. */
-	synth_init(&s, SYNTH_LINK, n);
-	s.x = 2;
-	s.y = 1;
-	s.slow = 0.55;
-	s.noise = 0.05;
-	s.seed = 7;
-	CHECK(synth_build(&s, &first) == 0);
+	CHECK(noisy_link(&first, n, 2, 1, 0.55, 7) == 0);
 	synth_init(&s, SYNTH_UNIFORM, n);
 	s.noise = 0.05;
 	s.seed = 8;
@@ -662,14 +672,8 @@ test_second_pass(void)
 	pairs_matrix_fini(&first);
 	pairs_matrix_fini(&second);
 	/* A slow link both times: still that link, that way. */
-	synth_init(&s, SYNTH_LINK, n);
-	s.x = 1;
-	s.y = 4;
-	s.noise = 0.05;
-	s.seed = 9;
-	CHECK(synth_build(&s, &first) == 0);
-	s.seed = 10;
-	CHECK(synth_build(&s, &second) == 0);
+	CHECK(noisy_link(&first, n, 1, 4, 0.1, 9) == 0);
+	CHECK(noisy_link(&second, n, 1, 4, 0.1, 10) == 0);
 	pairs_matrix_keep_faster(&first, &second);
 	CHECK(pairs_verdict_run(&first, &o, &v, why, sizeof(why)) == 0);
 	CHECK(only_link(&first, &v, 1, 4, PAIRS_SLOW_FORWARD_ALONE |
