@@ -116,9 +116,13 @@ test_mesh_rank_missing(void)
 	}
 }
 
-/* One rank of another job: every rank it dials rejects it, and it fails
- * at once with the rejection; the others fail too, each naming it or the
- * mismatch. */
+/* One rank of another job: a rank it dials rejects it, and it fails at
+ * once with the rejection; the others fail too, each naming it or the
+ * mismatch.  When every rank it would dial has already left (each
+ * learnt of the mismatch from the hellos rank 2 rejected, and a rank
+ * that fails formation leaves at once: a busy machine's order), its
+ * dials are refused and it fails at its timeout, naming the connections
+ * it rejected and why. */
 static void
 test_mesh_rank_of_another_job(void)
 {
@@ -133,12 +137,19 @@ test_mesh_rank_of_another_job(void)
 	ranks_finish(&r);
 	ranks_check_clean(&r, 0xff, false);
 	sr_error_format(&r.report[2].err, text, sizeof(text));
-	CHECKF(r.report[2].rc != 0 && r.report[2].err.code == SR_EREJECTED &&
-	    strstr(r.report[2].err.message, "job token mismatch") != NULL,
-	    "rank 2: %s", text);
-	CHECKF(ranks_ms(r.report[2].t_fail_ns - r.report[2].t_start_ns) <
-	    job.timeout_ms, "rank 2 learnt of its rejection only at its "
-	    "timeout");
+	if (r.report[2].err.code == SR_ETIMEOUT) {
+		printf("# rank 2 was left alone: %s\n", text);
+		CHECKF(strstr(r.report[2].err.message, "rejected ") != NULL &&
+		    strstr(r.report[2].err.message, "job token mismatch") !=
+		    NULL, "rank 2: %s", text);
+	} else {
+		CHECKF(r.report[2].rc != 0 && r.report[2].err.code ==
+		    SR_EREJECTED && strstr(r.report[2].err.message,
+		    "job token mismatch") != NULL, "rank 2: %s", text);
+		CHECKF(ranks_ms(r.report[2].t_fail_ns -
+		    r.report[2].t_start_ns) < job.timeout_ms, "rank 2 learnt "
+		    "of its rejection only at its timeout");
+	}
 	for (uint32_t i = 0; i < 4; i++) {
 		sr_error_format(&r.report[i].err, text, sizeof(text));
 		CHECKF(r.report[i].rc != 0, "rank %u formed a mesh with a rank "
