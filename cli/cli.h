@@ -163,6 +163,7 @@ struct cli_ring {
 	bool integrity;		/* --integrity */
 	bool mesh;		/* --mesh */
 	uint32_t streams;	/* --streams, 1 .. SR_RING_STREAMS_MAX */
+	int shared_cores;	/* --[no-]shared-cores: 1, 0, -1 neither */
 	/* bench connect: probe for this long (seconds, > 0) instead of
 	 * forming; cli_ring_open then fills *probe (world entries, the
 	 * caller frees them). */
@@ -191,6 +192,8 @@ enum {
 	OPT_PROGRESS_INTERVAL,
 	OPT_MESH,
 	OPT_STREAMS,
+	OPT_SHARED_CORES,
+	OPT_NO_SHARED_CORES,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -212,6 +215,8 @@ enum {
 	{ "integrity", no_argument, NULL, OPT_INTEGRITY },                     \
 	{ "mesh", no_argument, NULL, OPT_MESH },                               \
 	{ "streams", required_argument, NULL, OPT_STREAMS },                   \
+	{ "shared-cores", no_argument, NULL, OPT_SHARED_CORES },               \
+	{ "no-shared-cores", no_argument, NULL, OPT_NO_SHARED_CORES },         \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
 	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -411,14 +412,31 @@ input_read(struct launch_job *j)
 	}
 }
 
+/* The cores this process may run on (its affinity mask), at least 1. */
+static int
+cores_here(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
 static int
 run_here(struct launch_job *j)
 {
 	struct launch l;
 	int rc;
 
-	if ((rc = launch_ranks_init(&l, j, 0, j->world, 0)) == 0)
+	if ((rc = launch_ranks_init(&l, j, 0, j->world, 0)) == 0) {
+		/* Open MPI's mpirun likewise tells oversubscribed ranks
+		 * (mpi_yield_when_idle). */
+		l.shared_cores = j->world > cores_here();
 		rc = launch_ranks_run(&l);
+	}
 	launch_ranks_fini(&l);
 	return rc;
 }

@@ -376,7 +376,9 @@ child(struct launch *l, int r, int *fds)
 	    setenv("SILVIC_RING_WORLD", num[1], 1) != 0 ||
 	    setenv("SILVIC_RING_LAUNCH_FD", num[2], 1) != 0 ||
 	    (l->bind_host != NULL &&
-	    setenv("SILVIC_RING_LAUNCH_HOST", l->bind_host, 1) != 0))
+	    setenv("SILVIC_RING_LAUNCH_HOST", l->bind_host, 1) != 0) ||
+	    (l->shared_cores &&
+	    setenv("SILVIC_RING_SHARED_CORES", "yes", 0) != 0))
 		_exit(EXIT_INTERNAL);
 	setrlimit(RLIMIT_NOFILE, &l->nofile);
 	execv("/proc/self/exe", l->job->argv);

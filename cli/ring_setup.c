@@ -61,6 +61,13 @@ const char cli_ring_help[] =
 "      --streams K          open K TCP connections per link (1-8, default 1;\n"
 "                           every rank must agree): a link's data goes on\n"
 "                           whichever connection can take it first\n"
+"      --shared-cores       the ranks share CPU cores (a host runs more\n"
+"                           ranks than it has cores): a small allreduce at\n"
+"                           world 3 then takes fewer frames in more hops\n"
+"                           (every rank must agree; default:\n"
+"                           $SILVIC_RING_SHARED_CORES yes or no, which\n"
+"                           launch -n sets, else no)\n"
+"      --no-shared-cores    each rank has a core (the default)\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -83,6 +90,14 @@ cli_ring_init(struct cli_ring *opts)
 	opts->congestion = "auto";
 	opts->progress = DEFAULT_PROGRESS;
 	opts->streams = 1;
+	opts->shared_cores = -1;
+}
+
+/* 1 for yes, 0 for no, -1 for anything else. */
+static int
+yes_no(const char *text)
+{
+	return strcmp(text, "yes") == 0 ? 1 : strcmp(text, "no") == 0 ? 0 : -1;
 }
 
 int
@@ -168,6 +183,10 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		}
 		opts->streams = (uint32_t)v;
 		return 1;
+	case OPT_SHARED_CORES:
+	case OPT_NO_SHARED_CORES:
+		opts->shared_cores = c == OPT_SHARED_CORES;
+		return 1;
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
 		if (sr_congestion_check(opts->congestion, &err) != 0) {
@@ -215,6 +234,8 @@ struct setup {
 	size_t key_len;
 	char bearer[65];	/* the key's HTTP token */
 	char job[32];		/* dir: file key from --token */
+	bool shared_cores;
+	const char *shared_cores_source;
 };
 
 /* ------------------------------------------------------- rank and world */
@@ -244,6 +265,31 @@ resolve_rank(struct setup *s)
 		    "rank %lld (%s) is out of range for a world of %lld (%s)",
 		    (long long)s->rank, s->rank_source, (long long)s->world,
 		    s->world_source);
+	return 0;
+}
+
+/* --shared-cores, else what launch -n said (it says yes on every rank
+ * when they outnumber this machine's cores), else no. */
+static int
+resolve_shared_cores(struct setup *s)
+{
+	const char *v = getenv("SILVIC_RING_SHARED_CORES");
+	int yes = s->opts->shared_cores;
+
+	s->shared_cores_source = yes == 1 ? "--shared-cores" :
+	    "--no-shared-cores";
+	if (yes < 0 && v != NULL && v[0] != '\0') {
+		s->shared_cores_source = "SILVIC_RING_SHARED_CORES";
+		if ((yes = yes_no(v)) < 0)
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_CONFIG, "SILVIC_RING_SHARED_CORES='%s' is "
+			    "not yes or no", v);
+	}
+	if (yes < 0) {
+		s->shared_cores_source = "the default";
+		yes = 0;
+	}
+	s->shared_cores = yes == 1;
 	return 0;
 }
 
@@ -631,6 +677,9 @@ print_plan(struct setup *s)
 		json_number(o, s->opts->timeout);
 		fputs(",\"tcp_congestion\":", o);
 		json_string(o, congestion_name(s->opts));
+		fprintf(o, ",\"shared_cores\":%s,\"shared_cores_source\":",
+		    s->shared_cores ? "true" : "false");
+		json_string(o, s->shared_cores_source);
 		fputs(",\"addresses\":[", o);
 		for (uint64_t i = 0; i < n; i++) {
 			fputs(i ? "," : "", o);
@@ -654,6 +703,8 @@ print_plan(struct setup *s)
 	    s->token_source);
 	fprintf(o, "timeout: %gs\n", s->opts->timeout);
 	fprintf(o, "tcp congestion control: %s\n", congestion_name(s->opts));
+	fprintf(o, "shared cores: %s (%s)\n", s->shared_cores ? "yes" : "no",
+	    s->shared_cores_source);
 	fflush(o);
 }
 
@@ -906,6 +957,7 @@ form(struct setup *s, struct sr_ring **ring)
 	options.integrity = s->opts->integrity;
 	options.mesh = s->opts->mesh;
 	options.streams = s->opts->streams;
+	options.shared_cores = s->shared_cores;
 	/* An MLX hostfile's several addresses a rank: the streams spread
 	 * over them (list.c keeps nics as long as the list). */
 	if (s->list.nics != NULL && s->list.nics_n == s->list.n)
@@ -977,7 +1029,8 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 		cli_progress_ms = opts->progress >= PROGRESS_MAX ?
 		    PROGRESS_MAX * 1000 : opts->progress < 0.001 ? 1 :
 		    (int64_t)(opts->progress * 1000);
-	if (load_key(&s) == 0 && resolve_rank(&s) == 0 && obtain_list(&s) == 0 &&
+	if (load_key(&s) == 0 && resolve_rank(&s) == 0 &&
+	    resolve_shared_cores(&s) == 0 && obtain_list(&s) == 0 &&
 	    derive_token(&s) == 0) {
 		cli_rank = s.rank;
 		cli_status("rank %lld of %lld (%s; world from %s)",

@@ -6,7 +6,8 @@
  * Allreduce is a reduce-scatter then an allgather around the ring (see
  * schedule.c for which block moves at each step); a small one (see
  * small_enough) is one allgather and a local fold in rank order:
- * ceil((n-1)/2) hops instead of 2(n-1), and at world 4 two hops of
+ * ceil((n-1)/2) hops instead of 2(n-1); at world 3 four frames in
+ * three hops where the ranks share cores, at world 4 two hops of
  * recursive doubling.  Each way every element is folded in one fixed
  * order, so results are bitwise identical on every rank.  The frames of a
  * call live in the ring's plan (sr_ring_plan): nothing is allocated per
@@ -298,21 +299,100 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 }
 
 /*
+ * World 3, small, on ranks that share cores: rank 2's input to rank 0,
+ * which folds it in and exchanges with rank 1; both then hold
+ * op(op(x0, x2), x1), and rank 1 passes it on to rank 2.  Four frames in
+ * three hops, where the both-way allgather sends six frames in one hop:
+ * on shared cores every frame costs a context switch, and in alternating
+ * launches (3 ranks on 2 cores, medians of 8 pairs) this took 8 B 17.5
+ * against 20.5 us, 512 B 19.7 against 23.8, 8 KiB 25.1 against 29.3,
+ * 32 KiB 34.8 against 45.5.  Where each rank has a core the three hops
+ * are the cost, so it runs only with shared_cores.  Its steps start at
+ * 1, the allgather's at 0, so ranks that disagree on the path fail out of
+ * step at their first frame.
+ *
+ *   hop   rank 0              rank 1              rank 2
+ *   1     <- x2 (prev)                            x2 -> rank 0 (next)
+ *   2     x0+x2 <-> x1 with rank 1
+ *   3                         result -> rank 2    <- result (prev)
+ */
+static int
+three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
+{
+	size_t bytes = count * sr_dtype_size(dtype);
+	uint8_t *mine = sr_ring_scratch(ring, 2 * bytes), *theirs;
+	struct sr_frame f0 = frame_of(ring, SR_FRAME_ALLREDUCE, 0), f1, f2;
+	struct sr_transfer x;
+
+	if (mine == NULL || sr_ring_plan(ring, 2, &x) != 0)
+		return nomem(ring, err);
+	theirs = mine + bytes;
+	x.dtype = dtype;
+	x.op = op;
+	f0.dtype = (uint8_t)dtype;
+	f0.op = (uint8_t)op;
+	f0.step = 1;
+	f1 = f0;
+	f1.step = 2;
+	f2 = f0;
+	f2.step = 3;
+	if (ring->rank == 0) {
+		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
+			.len = bytes, .frame = f0, .reduce = true, .local = send };
+		x.sends[0] = (struct sr_send){ .link = ring->next, .data = mine,
+			.len = bytes, .frame = f1, .gate = 0 };
+		x.recvs[1] = (struct sr_recv){ .link = ring->next,
+			.data = theirs, .len = bytes, .frame = f1 };
+		x.nsends = 1;
+		x.nrecvs = 2;
+	} else if (ring->rank == 1) {
+		x.sends[0] = (struct sr_send){ .link = ring->prev, .data = send,
+			.len = bytes, .frame = f1, .gate = -1 };
+		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
+			.len = bytes, .frame = f1, .reduce = true, .local = send,
+			.swap = true };
+		x.sends[1] = (struct sr_send){ .link = ring->next, .data = mine,
+			.len = bytes, .frame = f2, .gate = 0 };
+		x.nsends = 2;
+		x.nrecvs = 1;
+	} else {
+		x.sends[0] = (struct sr_send){ .link = ring->next, .data = send,
+			.len = bytes, .frame = f0, .gate = -1 };
+		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
+			.len = bytes, .frame = f2 };
+		x.nsends = x.nrecvs = 1;
+	}
+	if (run(ring, &x, err) != 0)
+		return -1;
+	if (ring->rank == 0)
+		sr_reduce(recv, mine, theirs, count, dtype, op);
+	else
+		memcpy(recv, mine, bytes);
+	return 0;
+}
+
+/*
  * Whether an allreduce of `bytes` takes a small path: fewer hops than the
  * ring's 2(n-1), but more bytes per rank: the both-way allgather moves
- * (n-1) x bytes, recursive doubling at world 4 2 x bytes, the ring only
- * 2(n-1)/n x bytes.  Measured (the two alternating in one ring), the
- * small path won while it moved under about 128 KiB: world 2 at 64 KiB
- * (22 against 26 us) and level at 128 KiB, world 3 at 32 KiB and level at
- * 48 KiB, world 4 at 32 and 64 KiB, world 8 at 16 KiB; the ring won at
- * world 2, 256 KiB (62 against 127 us) and world 3, 64 KiB.  Below
- * SR_SMALL_ALWAYS the hops decide at any world: the ring's 2(n-1) cost
- * more than the allgather's ceil((n-1)/2) even at hundreds of ranks.
+ * (n-1) x bytes, world 3's path on shared cores 1 x bytes, recursive
+ * doubling at world 4 2 x bytes, the ring only 2(n-1)/n x bytes.
+ * Measured (the two alternating in one ring), the small path won while
+ * it moved under about 128 KiB: world 2 at 64 KiB (22 against 26 us) and
+ * level at 128 KiB, world 3 at 32 KiB and level at 48 KiB, world 4 at 32
+ * and 64 KiB, world 8 at 16 KiB; the ring won at world 2, 256 KiB (62
+ * against 127 us) and world 3, 64 KiB.  World 3's path on shared cores
+ * (alternating launches, medians of 6 pairs) won at 64 KiB (57 against
+ * the ring's 68 us) and lost at 128 KiB (94 against 90) and 256 KiB (266
+ * against 161).  Below SR_SMALL_ALWAYS the hops decide at any world: the
+ * ring's 2(n-1) cost more than the allgather's ceil((n-1)/2) even at
+ * hundreds of ranks.
  */
 static bool
-small_enough(uint32_t world, size_t bytes)
+small_enough(uint32_t world, bool shared_cores, size_t bytes)
 {
-	uint64_t moves = world == 4 ? 2 : world - 1;
+	uint64_t moves = world == 3 && shared_cores ? 1 : world == 4 ? 2 :
+	    world - 1;
 
 	return bytes < SR_SMALL_ALWAYS || bytes < SR_SMALL_MOVES / moves;
 }
@@ -342,13 +422,15 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 			memmove(recv, send, count * es);
 		return 0;
 	}
-	if (!small_enough(ring->world, count * es))
+	if (!small_enough(ring->world, ring->shared_cores, count * es))
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
 	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
 		return sr_mesh_allreduce(ring, send, recv, count, dtype, op,
 		    err);
 	if (ring->world == 4)
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
+	if (ring->world == 3 && ring->shared_cores)
+		return three_allreduce(ring, send, recv, count, dtype, op, err);
 	return small_allreduce(ring, send, recv, count, dtype, op, err);
 }
 

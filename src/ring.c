@@ -142,6 +142,7 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->cancel = options->cancel;
 	ring->integrity = options->integrity;
 	ring->mesh = (options->mesh || options->probe_ms > 0) && world > 1;
+	ring->shared_cores = options->shared_cores;
 	ring->streams = options->streams == 0 || options->probe_ms > 0 ? 1 :
 	    options->streams;
 	sr_error_clear(&ring->failure);

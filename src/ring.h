@@ -57,6 +57,7 @@ struct sr_ring {
 	bool integrity;		 /* frames carry a CRC-32C trailer */
 	bool mesh;		 /* a link to every rank (links[r] leads to rank
 				  * r), with wide frame headers */
+	bool shared_cores;	 /* sr_ring_options.shared_cores */
 	char congestion[SR_CONGESTION_MAX];	/* the next link's */
 	/* This rank's groups on a mesh (group.c), so that no two share an
 	 * id. */

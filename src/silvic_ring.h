@@ -322,6 +322,16 @@ struct sr_ring_options {
 	 */
 	bool mesh;
 	/*
+	 * The ranks share CPU cores (a host runs more of them than it has
+	 * cores): each frame then costs a context switch, which is more
+	 * than a hop costs, so a small allreduce at world 3 takes four
+	 * frames in three hops instead of six frames in one.  Leave it off
+	 * where every rank has a core, as on a cluster: there the hops are
+	 * the cost.  Every rank must agree (ranks that do not fail out of
+	 * step).
+	 */
+	bool shared_cores;
+	/*
 	 * Probe instead of forming (bench connect), when > 0: every rank
 	 * dials every other rank, both ways, for at most probe_ms (of the
 	 * timeout), and what each of its own connections saw goes into

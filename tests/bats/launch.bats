@@ -376,3 +376,29 @@ open_stdin() {
 	[ "$status" -eq 0 ]
 	[[ "$stderr" != *"did not publish"* ]]
 }
+
+@test "launch -n tells more ranks than cores that they share cores, unless the caller's environment or the command says" {
+	local cores n
+	cores=$(nproc)
+	n=$((cores + 1))
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] shared cores: yes (SILVIC_RING_SHARED_CORES)$' <<<"$output")" -eq "$n" ]
+	# The ranks' own affinity is what counts: one core for two ranks.
+	run -0 --separate-stderr timeout 60 taskset -c 0 "$SR" launch -n 2 run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]\] shared cores: yes (SILVIC_RING_SHARED_CORES)$' <<<"$output")" -eq 2 ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$cores" run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] shared cores: no (the default)$' <<<"$output")" -eq "$cores" ]
+	run -0 --separate-stderr env SILVIC_RING_SHARED_CORES=no timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] shared cores: no (SILVIC_RING_SHARED_CORES)$' <<<"$output")" -eq "$n" ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run --no-shared-cores </dev/null
+	[ "$(grep -c '^\[[0-9]*\] shared cores: no (--no-shared-cores)$' <<<"$output")" -eq "$n" ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n 2 run --dry-run --json --shared-cores </dev/null
+	[[ "$output" == *'"shared_cores":true,"shared_cores_source":"--shared-cores"'* ]]
+}
+
+@test "SILVIC_RING_SHARED_CORES other than yes or no is a configuration error naming the value" {
+	run -2 --separate-stderr env SILVIC_RING_SHARED_CORES=maybe "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run </dev/null
+	[[ "$stderr" == *"SILVIC_RING_SHARED_CORES='maybe' is not yes or no"* ]]
+	run -2 --separate-stderr env SILVIC_RING_SHARED_CORES=maybe timeout 60 "$SR" launch -n 2 run --dry-run </dev/null
+	[[ "$stderr" == *"[0] silvic-ring: rank 0: SILVIC_RING_SHARED_CORES='maybe' is not yes or no"* ]]
+}

@@ -102,6 +102,54 @@ all_out_of_step() {
 	grep -q "rank 0: .*s:2: out of step: the ring was closed (it finished its collectives, 1 of them, and said goodbye) by rank 1 (127.0.0.1:[0-9]*) in barrier step 0 seq 2 of 0 bytes" "$(err 0)"
 }
 
+@test "one rank of three with --shared-cores, two without: every rank exits 5 out of step, naming a frame of each path" {
+	local r opts
+	printf 'allreduce sum i64 1\nexpect 3\n' >"$BATS_TEST_TMPDIR/s"
+	# shellcheck disable=SC2046
+	loopback_list "$BATS_TEST_TMPDIR/peers" $(free_ports 3)
+	for ((r = 0; r < 3; r++)); do
+		opts=()
+		[ "$r" -eq 1 ] && opts=(--shared-cores)
+		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 10 "${opts[@]}"
+	done
+	for ((r = 0; r < 3; r++)); do
+		wait_exit "${RANK_PIDS[$r]}" 60
+		STATUS[$r]=$WAIT_STATUS
+		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err "$r")")" >&3
+	done
+	all_out_of_step 3
+	# The first rank to see it names a frame of one path where it
+	# waited for the other's (the allgather's steps are 0, the shared
+	# cores' 1 to 3), whichever that rank is.
+	for ((r = 0; r < 3; r++)); do
+		grep -Eq "out of step: expected allreduce sum i64 step (0 seq 1 of 8 bytes, got allreduce sum i64 step [1-3]|[1-3] seq 1 of 8 bytes, got allreduce sum i64 step 0) seq 1 of 8 bytes from rank [0-2] \(127\.0\.0\.1:" "$(err "$r")"
+	done
+}
+
+@test "world 3 with and without --shared-cores: exact results for every datatype and op, in place and out, 8 B to 256 KiB" {
+	local mode
+	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 3' 'allreduce max i32 {rank}' 'expect 2' \
+	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 6 64' \
+	    'allreduce sum f32 0.5 {rank}' 'expect 1.5 3' >"$BATS_TEST_TMPDIR/s"
+	for mode in --shared-cores --no-shared-cores; do
+		ring_run 3 --timeout 30 "$mode"
+		for r in 0 1 2; do
+			[ "${STATUS[$r]}" -eq 0 ]
+			[ "$(grep -c 'expect = ok' "$(out "$r")")" -eq 5 ]
+		done
+		run -0 --separate-stderr timeout 120 "$SR" launch -n 3 bench allreduce "$mode" \
+		    -b 8 -e 256K -f 4 -n 2 -w 1 -d all -o all --min-time 0 --json </dev/null
+		python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+res = [r for r in rows if r["type"] == "result"]
+assert len(res) == 8 * 4 * 4, len(res)
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
+assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
+' <<<"$output"
+	done
+}
+
 @test "ranks that agree still exit 0 after the goodbyes (world 5)" {
 	printf 'broadcast 3 x\nexpect x\nallreduce sum i64 1\nexpect 5\n' >"$BATS_TEST_TMPDIR/s"
 	ring_run 5 --timeout 10
@@ -182,17 +230,19 @@ all_out_of_step() {
 
 # -------------------------------- 6. a stopped rank is named by every survivor
 
-# stop_one N VICTIM SCRIPT_LINE COUNT: N ranks (--timeout 3, --json)
-# running COUNT copies of SCRIPT_LINE; VICTIM is SIGSTOPped after line 1;
-# every survivor must exit 5 within [3 s, 5 s] naming VICTIM, as the rank
-# it timed out on or the culprit of the abort it got.
+# stop_one N VICTIM SCRIPT_LINE COUNT [OPTIONS...]: N ranks (--timeout 3,
+# --json, OPTIONS) running COUNT copies of SCRIPT_LINE; VICTIM is
+# SIGSTOPped after line 1; every survivor must exit 5 within [3 s, 5 s]
+# naming VICTIM, as the rank it timed out on or the culprit of the abort
+# it got.
 stop_one() {
 	local n=$1 victim=$2 line=$3 count=$4 r t0 port
+	shift 4
 	python3 -c "import sys; sys.stdout.write(sys.argv[1] * int(sys.argv[2]))" "$line"$'\n' "$count" >"$BATS_TEST_TMPDIR/s"
 	# shellcheck disable=SC2046
 	loopback_list "$BATS_TEST_TMPDIR/peers" $(free_ports "$n")
 	for ((r = 0; r < n; r++)); do
-		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 3 --json
+		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 3 --json "$@"
 	done
 	for ((r = 0; r < n; r++)); do
 		wait_line "$(out "$r")" '"line":1,' 60
@@ -221,6 +271,12 @@ stop_one() {
 	stop_one 3 1 'allreduce sum f64 1' 200000
 	stop_one 4 2 'allreduce sum f64 1' 200000
 	stop_one 8 5 'allreduce sum f64 1' 200000
+}
+
+@test "SIGSTOP on world 3's path for shared cores, each rank in turn: every survivor names the stopped rank" {
+	stop_one 3 0 'allreduce sum f64 1' 200000 --shared-cores
+	stop_one 3 1 'allreduce sum f64 1' 200000 --shared-cores
+	stop_one 3 2 'allreduce sum f64 8K*1' 50000 --shared-cores
 }
 
 @test "SIGSTOP on the ring path (1 MiB), worlds 3, 4 and 8: every survivor names the stopped rank" {

@@ -105,6 +105,7 @@ struct ranks_job {
 	const char *congestion;	/* the ring option; NULL: the kernel's */
 	bool mesh;		/* form a mesh (sr_ring_options.mesh) */
 	bool integrity;		/* frames checked (sr_ring_options.integrity) */
+	bool shared_cores;	/* sr_ring_options.shared_cores */
 	uint32_t streams;	/* connections per link (0: one) ... */
 	uint32_t streams_of[RANKS_MAX];	/* ... unless non-zero here */
 	uint32_t ring_mask;	/* ranks that form a plain ring all the same */
@@ -329,6 +330,7 @@ rank_main(struct ranks *r, uint32_t rank, int out_fd, int in_fd)
 	options.stray_arg = &ctx;
 	options.congestion = r->job.congestion;
 	options.mesh = r->job.mesh && !(r->job.ring_mask >> rank & 1);
+	options.shared_cores = r->job.shared_cores;
 	options.integrity = r->job.integrity;
 	options.streams = r->job.streams_of[rank] ? r->job.streams_of[rank] :
 	    r->job.streams;

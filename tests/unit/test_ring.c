@@ -182,11 +182,13 @@ check_allreduces(struct rank_ctx *ctx)
 		size_t es = sr_dtype_size(dtypes[d]);
 		/*
 		 * The small path runs while it moves under 128 KiB a rank,
-		 * (n-1) x the buffer (2 x at world 4), and always below 4 KiB:
-		 * counts either side of both limits.
+		 * (n-1) x the buffer (2 x at world 4, 1 x at world 3 on
+		 * shared cores), and always below 4 KiB: counts either side
+		 * of both limits.
 		 */
-		size_t limit = w > 1 ? (128u << 10) / (w == 4 ? 2 : w - 1) / es :
-		    1024;
+		size_t moves = w == 4 ? 2 : w == 3 && ctx->job->shared_cores ?
+		    1 : w - 1;
+		size_t limit = w > 1 ? (128u << 10) / moves / es : 1024;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
 			4096 / es + 1, limit - 1, limit, limit + 1 };
 
@@ -409,6 +411,7 @@ test_collectives_every_world(void)
 	}
 }
 
+
 /*
  * Runs collectives_scenario as job: every rank clean and its results the
  * same as rank 0's; *hash gets rank 0's.  what names the case.
@@ -431,6 +434,23 @@ every_collective(const struct ranks_job *job, const char *what,
 	*hash = r.report[0].hash;
 	printf("# %s: every collective in %.0f ms\n", what,
 	    ranks_ms(ranks_now_ns() - t0));
+}
+
+/* World 3 on its small path for shared cores: every collective exact
+ * and the same on every rank, with and without frame checks. */
+static void
+test_collectives_shared_cores(void)
+{
+	uint64_t hash;
+
+	for (int checked = 0; checked < 2; checked++) {
+		struct ranks_job job = { .world = 3, .timeout_ms = 20000,
+			.scenario = collectives_scenario, .deadline_ms = 40000,
+			.shared_cores = true, .integrity = checked };
+
+		every_collective(&job, checked ? "world 3, shared cores, "
+		    "checked" : "world 3, shared cores", &hash);
+	}
 }
 
 /*
@@ -720,8 +740,10 @@ fold_order_scenario(struct rank_ctx *ctx)
 static void
 test_fold_order_is_the_same_on_every_rank(void)
 {
-	for (uint32_t w = 2; w <= 8; w++) {
-		struct ranks_job job = { .world = w,
+	/* j = 9: world 3 again, on its path for shared cores. */
+	for (uint32_t j = 2; j <= 9; j++) {
+		uint32_t w = j == 9 ? 3 : j;
+		struct ranks_job job = { .world = w, .shared_cores = j == 9,
 			.scenario = fold_order_scenario, .deadline_ms = 20000 };
 		static struct ranks r;
 
@@ -733,9 +755,10 @@ test_fold_order_is_the_same_on_every_rank(void)
 			for (uint32_t i = 1; i < w; i++)
 				CHECKF(r.report[i].aux[k] == r.report[0].aux[k],
 				    "world %u, %s of %zu f64 with signed zeros "
-				    "and NaNs: rank %u's bits differ from rank "
+				    "and NaNs%s: rank %u's bits differ from rank "
 				    "0's", w, sr_op_name(order_ops[k % 3]),
-				    order_counts[k / 3], i);
+				    order_counts[k / 3], job.shared_cores ?
+				    " (shared cores)" : "", i);
 	}
 }
 
@@ -1779,6 +1802,7 @@ main(int argc, char **argv)
 	int64_t t0 = ranks_now_ns();
 
 	RUN(test_collectives_every_world);
+	RUN(test_collectives_shared_cores);
 	RUN(test_allreduce_64mib);
 	RUN(test_streams_every_count);
 	RUN(test_streams_mismatch_refused);
