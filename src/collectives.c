@@ -299,22 +299,23 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 }
 
 /*
- * World 3, small, on ranks that share cores: rank 2's input to rank 0,
- * which folds it in and exchanges with rank 1; both then hold
- * op(op(x0, x2), x1), and rank 1 passes it on to rank 2.  Four frames in
- * three hops, where the both-way allgather sends six frames in one hop:
- * on shared cores every frame costs a context switch, and in alternating
- * launches (3 ranks on 2 cores, medians of 8 pairs) this took 8 B 17.5
- * against 20.5 us, 512 B 19.7 against 23.8, 8 KiB 25.1 against 29.3,
- * 32 KiB 34.8 against 45.5.  Where each rank has a core the three hops
- * are the cost, so it runs only with shared_cores.  Its steps start at
- * 1, the allgather's at 0, so ranks that disagree on the path fail out of
- * step at their first frame.
+ * World 3, small, on ranks that share cores: rank 0's input to rank 1,
+ * which folds it in and exchanges with rank 2; both then hold
+ * op(op(x0, x1), x2), the small path's fold in rank order (so the two
+ * paths give the same bits), and rank 2 passes it on to rank 0.  Four
+ * frames in three hops, where the both-way allgather sends six frames in
+ * one hop: on shared cores every frame costs a context switch, and in
+ * alternating launches (3 ranks on 2 cores, medians of 8 pairs) this
+ * took 8 B 17.5 against 20.5 us, 512 B 19.7 against 23.8, 8 KiB 25.1
+ * against 29.3, 32 KiB 34.8 against 45.5.  Where each rank has a core
+ * the three hops are the cost, so it runs only with shared_cores.  Its
+ * steps start at 1, the allgather's and the ring's at 0, so ranks that
+ * disagree on the path fail out of step at their first frame.
  *
  *   hop   rank 0              rank 1              rank 2
- *   1     <- x2 (prev)                            x2 -> rank 0 (next)
- *   2     x0+x2 <-> x1 with rank 1
- *   3                         result -> rank 2    <- result (prev)
+ *   1     x0 -> rank 1 (next) <- x0 (prev)
+ *   2                         x0+x1 <-> x2 with rank 2
+ *   3     <- result (prev)                        result -> rank 0 (next)
  */
 static int
 three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
@@ -338,15 +339,22 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	f2 = f0;
 	f2.step = 3;
 	if (ring->rank == 0) {
+		x.sends[0] = (struct sr_send){ .link = ring->next, .data = send,
+			.len = bytes, .frame = f0, .gate = -1 };
 		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
-			.len = bytes, .frame = f0, .reduce = true, .local = send };
+			.len = bytes, .frame = f2 };
+		x.nsends = x.nrecvs = 1;
+	} else if (ring->rank == 1) {
+		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
+			.len = bytes, .frame = f0, .reduce = true, .local = send,
+			.swap = true };
 		x.sends[0] = (struct sr_send){ .link = ring->next, .data = mine,
 			.len = bytes, .frame = f1, .gate = 0 };
 		x.recvs[1] = (struct sr_recv){ .link = ring->next,
 			.data = theirs, .len = bytes, .frame = f1 };
 		x.nsends = 1;
 		x.nrecvs = 2;
-	} else if (ring->rank == 1) {
+	} else {
 		x.sends[0] = (struct sr_send){ .link = ring->prev, .data = send,
 			.len = bytes, .frame = f1, .gate = -1 };
 		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
@@ -356,16 +364,10 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 			.len = bytes, .frame = f2, .gate = 0 };
 		x.nsends = 2;
 		x.nrecvs = 1;
-	} else {
-		x.sends[0] = (struct sr_send){ .link = ring->next, .data = send,
-			.len = bytes, .frame = f0, .gate = -1 };
-		x.recvs[0] = (struct sr_recv){ .link = ring->prev, .data = mine,
-			.len = bytes, .frame = f2 };
-		x.nsends = x.nrecvs = 1;
 	}
 	if (run(ring, &x, err) != 0)
 		return -1;
-	if (ring->rank == 0)
+	if (ring->rank == 1)
 		sr_reduce(recv, mine, theirs, count, dtype, op);
 	else
 		memcpy(recv, mine, bytes);
@@ -375,18 +377,18 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 /*
  * Whether an allreduce of `bytes` takes a small path: fewer hops than the
  * ring's 2(n-1), but more bytes per rank: the both-way allgather moves
- * (n-1) x bytes, world 3's path on shared cores 1 x bytes, recursive
- * doubling at world 4 2 x bytes, the ring only 2(n-1)/n x bytes.
- * Measured (the two alternating in one ring), the small path won while
- * it moved under about 128 KiB: world 2 at 64 KiB (22 against 26 us) and
- * level at 128 KiB, world 3 at 32 KiB and level at 48 KiB, world 4 at 32
- * and 64 KiB, world 8 at 16 KiB; the ring won at world 2, 256 KiB (62
- * against 127 us) and world 3, 64 KiB.  World 3's path on shared cores
- * (alternating launches, medians of 6 pairs) won at 64 KiB (57 against
- * the ring's 68 us) and lost at 128 KiB (94 against 90) and 256 KiB (266
- * against 161).  Below SR_SMALL_ALWAYS the hops decide at any world: the
- * ring's 2(n-1) cost more than the allgather's ceil((n-1)/2) even at
- * hundreds of ranks.
+ * (n-1) x bytes, recursive doubling at world 4 2 x bytes, the ring only
+ * 2(n-1)/n x bytes.  Measured (the two alternating in one ring), the
+ * small path won while it moved under about 128 KiB: world 2 at 64 KiB
+ * (22 against 26 us) and level at 128 KiB, world 3 at 32 KiB and level
+ * at 48 KiB, world 4 at 32 and 64 KiB, world 8 at 16 KiB; the ring won at
+ * world 2, 256 KiB (62 against 127 us) and world 3, 64 KiB.  World 3's
+ * path on shared cores (alternating launches, medians of 6 pairs) won at
+ * 64 KiB (57 against the ring's 68 us) and lost at 128 KiB (94 against
+ * 90) and 256 KiB (266 against 161): it takes what is under 128 KiB (a
+ * measured limit; counted as one move).  Below SR_SMALL_ALWAYS the hops
+ * decide at any world: the ring's 2(n-1) cost more than the allgather's
+ * ceil((n-1)/2) even at hundreds of ranks.
  */
 static bool
 small_enough(uint32_t world, bool shared_cores, size_t bytes)

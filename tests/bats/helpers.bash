@@ -4,6 +4,9 @@
 
 SR=${SR_BUILD_DIR:-$BATS_TEST_DIRNAME/../../build}/silvic-ring
 BG_PIDS=()
+# A caller's choice of paths (launch -n sets it where it decides) is not
+# the tests': each test that cares says so.
+unset SILVIC_RING_SHARED_CORES
 
 # bg NAME CMD...: runs CMD in the background, stdout to $BATS_TEST_TMPDIR/NAME.out,
 # stderr to NAME.err, and remembers its pid (in $BG_PID and for teardown).

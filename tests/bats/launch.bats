@@ -378,13 +378,15 @@ open_stdin() {
 }
 
 @test "launch -n tells more ranks than cores that they share cores, unless the caller's environment or the command says" {
-	local cores n
-	cores=$(nproc)
+	local cores n first
+	# The cores this process may run on (nproc would heed OMP_NUM_THREADS).
+	cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+	first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
 	n=$((cores + 1))
 	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
 	[ "$(grep -c '^\[[0-9]*\] shared cores: yes (SILVIC_RING_SHARED_CORES)$' <<<"$output")" -eq "$n" ]
 	# The ranks' own affinity is what counts: one core for two ranks.
-	run -0 --separate-stderr timeout 60 taskset -c 0 "$SR" launch -n 2 run --dry-run </dev/null
+	run -0 --separate-stderr timeout 60 taskset -c "$first" "$SR" launch -n 2 run --dry-run </dev/null
 	[ "$(grep -c '^\[[0-9]\] shared cores: yes (SILVIC_RING_SHARED_CORES)$' <<<"$output")" -eq 2 ]
 	run -0 --separate-stderr timeout 60 "$SR" launch -n "$cores" run --dry-run </dev/null
 	[ "$(grep -c '^\[[0-9]*\] shared cores: no (the default)$' <<<"$output")" -eq "$cores" ]

@@ -411,7 +411,6 @@ test_collectives_every_world(void)
 	}
 }
 
-
 /*
  * Runs collectives_scenario as job: every rank clean and its results the
  * same as rank 0's; *hash gets rank 0's.  what names the case.
@@ -740,7 +739,10 @@ fold_order_scenario(struct rank_ctx *ctx)
 static void
 test_fold_order_is_the_same_on_every_rank(void)
 {
-	/* j = 9: world 3 again, on its path for shared cores. */
+	int64_t both_ways[3] = { 0 };
+
+	/* j = 9: world 3 again, on its path for shared cores, which folds
+	 * in rank order as the both-way path does: the same bits. */
 	for (uint32_t j = 2; j <= 9; j++) {
 		uint32_t w = j == 9 ? 3 : j;
 		struct ranks_job job = { .world = w, .shared_cores = j == 9,
@@ -759,6 +761,16 @@ test_fold_order_is_the_same_on_every_rank(void)
 				    "0's", w, sr_op_name(order_ops[k % 3]),
 				    order_counts[k / 3], job.shared_cores ?
 				    " (shared cores)" : "", i);
+		for (int k = 0; k < 3; k++) {
+			if (j == 3)
+				both_ways[k] = r.report[0].aux[k];
+			if (j == 9)
+				CHECKF(r.report[0].aux[k] == both_ways[k],
+				    "world 3, %s of %zu f64 with signed zeros and "
+				    "NaNs: the bits on shared cores differ from "
+				    "the both-way path's", sr_op_name(order_ops[k]),
+				    order_counts[0]);
+		}
 	}
 }
 
