@@ -306,8 +306,8 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  * frames in three hops, where the both-way allgather sends six frames in
  * one hop: on shared cores every frame costs a context switch, and in
  * alternating launches (3 ranks on 2 cores, medians of 8 pairs) this
- * took 8 B 17.5 against 20.5 us, 512 B 19.7 against 23.8, 8 KiB 25.1
- * against 29.3, 32 KiB 34.8 against 45.5.  Where each rank has a core
+ * took 8 B 16.5 against 20.0 us, 512 B 19.1 against 23.3, 8 KiB 23.1
+ * against 28.4, 32 KiB 35.9 against 42.9.  Where each rank has a core
  * the three hops are the cost, so it runs only with shared_cores.  Its
  * steps start at 1, the allgather's and the ring's at 0, so ranks that
  * disagree on the path fail out of step at their first frame.
@@ -384,7 +384,7 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  * at 48 KiB, world 4 at 32 and 64 KiB, world 8 at 16 KiB; the ring won at
  * world 2, 256 KiB (62 against 127 us) and world 3, 64 KiB.  World 3's
  * path on shared cores (alternating launches, medians of 6 pairs) won at
- * 64 KiB (57 against the ring's 68 us) and lost at 128 KiB (94 against
+ * 64 KiB (52 against the ring's 67 us) and lost at 128 KiB (94 against
  * 90) and 256 KiB (266 against 161): it takes what is under 128 KiB (a
  * measured limit; counted as one move).  Below SR_SMALL_ALWAYS the hops
  * decide at any world: the ring's 2(n-1) cost more than the allgather's
