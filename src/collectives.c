@@ -240,6 +240,27 @@ small_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 }
 
 /*
+ * The plan of a small allreduce of two frames a rank each way (x), its
+ * frame (kind, dtype and op; step 0) and two scratch buffers of `bytes`
+ * from *mine on.  0, or -1 after nomem.
+ */
+static int
+two_frames(struct sr_ring *ring, size_t bytes, enum sr_dtype dtype,
+    enum sr_op op, struct sr_transfer *x, struct sr_frame *frame,
+    uint8_t **mine, struct sr_error *err)
+{
+	*mine = sr_ring_scratch(ring, 2 * bytes);
+	if (*mine == NULL || sr_ring_plan(ring, 2, x) != 0)
+		return nomem(ring, err);
+	x->dtype = dtype;
+	x->op = op;
+	*frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
+	frame->dtype = (uint8_t)dtype;
+	frame->op = (uint8_t)op;
+	return 0;
+}
+
+/*
  * World 4, small: recursive doubling, whose partners at world 4 are ring
  * neighbours.  Ranks 0-1 and 2-3 exchange their inputs and fold them,
  * then 1-2 and 3-0 exchange those pairs' results: two hops like the
@@ -262,20 +283,16 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
     size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
 {
 	size_t bytes = count * sr_dtype_size(dtype);
-	uint8_t *mine = sr_ring_scratch(ring, 2 * bytes), *theirs;
-	struct sr_frame frame = frame_of(ring, SR_FRAME_ALLREDUCE, 0);
+	uint8_t *mine, *theirs;
+	struct sr_frame frame;
 	bool odd = ring->rank % 2 == 1;
 	uint32_t first = odd ? ring->prev : ring->next;
 	uint32_t second = odd ? ring->next : ring->prev;
 	struct sr_transfer x;
 
-	if (mine == NULL || sr_ring_plan(ring, 2, &x) != 0)
-		return nomem(ring, err);
+	if (two_frames(ring, bytes, dtype, op, &x, &frame, &mine, err) != 0)
+		return -1;
 	theirs = mine + bytes;
-	x.dtype = dtype;
-	x.op = op;
-	frame.dtype = (uint8_t)dtype;
-	frame.op = (uint8_t)op;
 	/* The partner's input, folded lower rank first. */
 	x.sends[0] = (struct sr_send){ .link = first, .data = send,
 		.len = bytes, .frame = frame, .gate = -1 };
@@ -322,17 +339,13 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
     size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
 {
 	size_t bytes = count * sr_dtype_size(dtype);
-	uint8_t *mine = sr_ring_scratch(ring, 2 * bytes), *theirs;
-	struct sr_frame f0 = frame_of(ring, SR_FRAME_ALLREDUCE, 0), f1, f2;
+	uint8_t *mine, *theirs;
+	struct sr_frame f0, f1, f2;
 	struct sr_transfer x;
 
-	if (mine == NULL || sr_ring_plan(ring, 2, &x) != 0)
-		return nomem(ring, err);
+	if (two_frames(ring, bytes, dtype, op, &x, &f0, &mine, err) != 0)
+		return -1;
 	theirs = mine + bytes;
-	x.dtype = dtype;
-	x.op = op;
-	f0.dtype = (uint8_t)dtype;
-	f0.op = (uint8_t)op;
 	f0.step = 1;
 	f1 = f0;
 	f1.step = 2;
