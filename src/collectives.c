@@ -319,7 +319,8 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  * World 3, small, on ranks that share cores: rank 0's input to rank 1,
  * which folds it in and exchanges with rank 2; both then hold
  * op(op(x0, x1), x2), the small path's fold in rank order (so the two
- * paths give the same bits), and rank 2 passes it on to rank 0.  Four
+ * paths give the same values, and the same bits but for which payload a
+ * sum of two NaNs keeps), and rank 2 passes it on to rank 0.  Four
  * frames in three hops, where the both-way allgather sends six frames in
  * one hop: on shared cores every frame costs a context switch, and in
  * alternating launches (3 ranks on 2 cores, medians of 8 pairs) this

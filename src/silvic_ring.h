@@ -492,9 +492,10 @@ void sr_ring_close(struct sr_ring *ring);
  * Every rank's values reduced element-wise; the result lands in recv on
  * every rank.  send == recv reduces in place.  Every chunk folds in a fixed
  * rank order, so for a given world size and count the result is bitwise
- * identical on every rank and every run (at world 3 from 64 KiB to 128
- * KiB, for a given shared_cores too: with it those sizes take a path
- * folding in another order than the ring's).  All ops are treated as
+ * identical on every rank and every run (at world 3, for a given
+ * shared_cores too: from 64 KiB to 128 KiB its path folds in another
+ * order than the ring's, and below 64 KiB a sum of two NaNs may keep the
+ * other payload).  All ops are treated as
  * commutative; float sums depend on that fold order.
  */
 int sr_allreduce(struct sr_ring *ring, const void *send, void *recv,

@@ -739,10 +739,16 @@ fold_order_scenario(struct rank_ctx *ctx)
 static void
 test_fold_order_is_the_same_on_every_rank(void)
 {
-	int64_t both_ways[3] = { 0 };
+	int64_t both_ways[2] = { 0 };
 
-	/* j = 9: world 3 again, on its path for shared cores, which folds
-	 * in rank order as the both-way path does: the same bits. */
+	/*
+	 * j = 9: world 3 again, on its path for shared cores, which folds
+	 * in rank order as the both-way path does: max and min pick the same
+	 * operands on both paths.  A sum of two NaNs keeps one payload or
+	 * the other by the order the compiler gave a kernel's operands (C
+	 * leaves it open), and the two paths call different kernels (in
+	 * place and out of place), so sums agree only within a path.
+	 */
 	for (uint32_t j = 2; j <= 9; j++) {
 		uint32_t w = j == 9 ? 3 : j;
 		struct ranks_job job = { .world = w, .shared_cores = j == 9,
@@ -761,7 +767,7 @@ test_fold_order_is_the_same_on_every_rank(void)
 				    "0's", w, sr_op_name(order_ops[k % 3]),
 				    order_counts[k / 3], job.shared_cores ?
 				    " (shared cores)" : "", i);
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 2; k++) {
 			if (j == 3)
 				both_ways[k] = r.report[0].aux[k];
 			if (j == 9)
