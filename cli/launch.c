@@ -428,13 +428,15 @@ cores_here(void)
 static int
 run_here(struct launch_job *j)
 {
+	const char *caller = getenv("SILVIC_RING_SHARED_CORES");
 	struct launch l;
 	int rc;
 
 	if ((rc = launch_ranks_init(&l, j, 0, j->world, 0)) == 0) {
 		/* Open MPI's mpirun likewise tells oversubscribed ranks
-		 * (mpi_yield_when_idle). */
-		l.shared_cores = j->world > cores_here();
+		 * (mpi_yield_when_idle); the caller's own value stands. */
+		l.shared_cores = (caller == NULL || caller[0] == '\0') &&
+		    j->world > cores_here();
 		rc = launch_ranks_run(&l);
 	}
 	launch_ranks_fini(&l);

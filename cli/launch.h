@@ -69,9 +69,9 @@ struct launch {
 	 * rank on another host binds (SILVIC_RING_LAUNCH_HOST), or NULL. */
 	const char *bind_host;
 	bool upstream;		/* the list comes from a launcher elsewhere */
-	/* Every rank gets SILVIC_RING_SHARED_CORES=yes (unless the caller's
-	 * environment says): a launch on this machine alone, of more ranks
-	 * than the cores it may run on. */
+	/* Every rank gets SILVIC_RING_SHARED_CORES=yes: a launch on this
+	 * machine alone, of more ranks than the cores it may run on, whose
+	 * caller's environment does not say. */
 	bool shared_cores;
 	char *list;		/* the address list, once list_len > 0 */
 	size_t list_len;

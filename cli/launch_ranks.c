@@ -361,8 +361,6 @@ launch_fork(void)
 static void __attribute__((noreturn))
 child(struct launch *l, int r, int *fds)
 {
-	const char *caller = getenv("SILVIC_RING_SHARED_CORES");
-	bool said = caller != NULL && caller[0] != '\0';
 	char num[3][24];
 
 	if (!l->job->share_stdin)
@@ -379,7 +377,7 @@ child(struct launch *l, int r, int *fds)
 	    setenv("SILVIC_RING_LAUNCH_FD", num[2], 1) != 0 ||
 	    (l->bind_host != NULL &&
 	    setenv("SILVIC_RING_LAUNCH_HOST", l->bind_host, 1) != 0) ||
-	    (l->shared_cores && !said &&
+	    (l->shared_cores &&
 	    setenv("SILVIC_RING_SHARED_CORES", "yes", 1) != 0))
 		_exit(EXIT_INTERNAL);
 	setrlimit(RLIMIT_NOFILE, &l->nofile);
