@@ -438,11 +438,13 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 			memmove(recv, send, count * es);
 		return 0;
 	}
-	if (!small_enough(ring->world, ring->shared_cores, count * es))
-		return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	/* Before the small path's limit, which at 8 ranks is under half of
+	 * doubling's (group.c). */
 	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
 		return sr_mesh_allreduce(ring, send, recv, count, dtype, op,
 		    err);
+	if (!small_enough(ring->world, ring->shared_cores, count * es))
+		return ring_allreduce(ring, send, recv, count, dtype, op, err);
 	if (ring->world == 4)
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
 	if (ring->world == 3 && ring->shared_cores)

@@ -189,12 +189,26 @@ check_allreduces(struct rank_ctx *ctx)
 		size_t moves = w == 4 ? 2 : w == 3 && ctx->job->shared_cores ?
 		    1 : w - 1;
 		size_t limit = w > 1 ? (128u << 10) / moves / es : 1024;
+		/* On a mesh where recursive doubling pays (from 8 ranks: its
+		 * hops, log2 of the largest power of two p <= n, 2 more when
+		 * n is not p, under n/2), it runs while hops x the buffer is
+		 * at most 128 KiB, before the small path's limit: counts
+		 * either side of that too. */
+		size_t p = 1, hops = 0, dlimit = limit;
+
+		while (p <= w / 2)
+			p *= 2, hops++;
+		hops += p < w ? 2 : 0;
+		if (ctx->job->mesh && w > 4 && hops < w / 2)
+			dlimit = (128u << 10) / hops / es;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
-			4096 / es + 1, limit - 1, limit, limit + 1 };
+			4096 / es + 1, limit - 1, limit, limit + 1, dlimit,
+			dlimit + 1 };
+		size_t ncounts = sizeof(counts) / sizeof(counts[0]);
 
 		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
 			for (int place = 0; place < 2; place++) {
-				for (size_t c = 0; c < 8; c++)
+				for (size_t c = 0; c < ncounts; c++)
 					if (check_allreduce(ctx, dtypes[d], ops[o],
 						counts[c], place) != 0)
 						return -1;
