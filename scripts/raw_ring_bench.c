@@ -1,13 +1,15 @@
 /*
- * raw_ring_bench.c - the ceiling for scripts/compare-peers: what TCP alone
- * costs to move a ring allreduce's bytes over loopback.  Not an allreduce:
- * nothing is framed, checked on the way or reduced.
+ * raw_ring_bench.c - the ceilings for scripts/compare-peers: what TCP alone
+ * costs to move a ring allreduce's bytes over loopback, and (--sum) what
+ * the plainest ring allreduce over the same sockets costs.  Nothing is
+ * framed or checked on the way.
  *
  * Forks WORLD ranks in a ring on 127.0.0.1, each connected to the next
  * (TCP_NODELAY).  An iteration is the 2(n-1) steps of a ring allreduce:
  * at step k rank r sends block r-k to rank r+1 and receives block r-k-1
  * from rank r-1, blocks cut as silvic-ring cuts them (size/n, the first
- * size % n one byte longer).  For a world of 3:
+ * size % n one element longer; an element is a byte, or with --sum an
+ * f64).  For a world of 3:
  *
  *   step   rank 0      rank 1      rank 2
  *   0      send B0     send B1     send B2     from the source buffer
@@ -19,9 +21,19 @@
  * A step's send starts once the first bytes it forwards have arrived, as
  * in a pipelined ring; one loop sends and receives at once on nonblocking
  * sockets.  An allreduce over TCP must move at least these bytes through
- * these sockets in this order, and fold them too: its busbw can only be
- * lower.  With nothing folded, every block ends as its origin rank's
- * bytes, which a checked iteration per size verifies.
+ * these sockets in this order: its busbw can only be lower.  With nothing
+ * folded, every block ends as its origin rank's bytes, which a checked
+ * iteration per size verifies.
+ *
+ * --sum folds too, out of place as MPI_Allreduce(send, recv) does: in
+ * the first n-1 steps each piece received goes straight into the output
+ * buffer and the rank's own f64s are added there (d += x) as soon as
+ * recv returns it, and a step forwards what is folded, so the fold cuts
+ * through at the granularity of one recv.  The fold is the loop
+ * `d[i] += x[i]` compiled with -O2; nothing else is done to the bytes.
+ * An allreduce that frames and checks its data can get close to this,
+ * not past it.  The checked iteration verifies every f64 is the sum of
+ * the ranks' inputs (small integers, so the sum is exact in any order).
  *
  * Idle waits sched_yield for up to 50 us, then poll: on a 2-core machine
  * this beat plain poll (a wake-up per hop: 2x slower at 8 B with 4 ranks)
@@ -34,12 +46,13 @@
  * per size (busbw = size / time x 2(n-1)/n, GB = 1e9 bytes).  Every wait
  * gives up after 60 s, exiting 1.
  *
- * usage: raw_ring_bench WORLD SIZES ITERS WARMUP SMALL_ITERS SMALL_WARMUP
- *                       [CONGESTION]
- *        SIZES is a comma-separated list of byte counts; sizes below 64 KiB
- *        run SMALL_ITERS after SMALL_WARMUP.  CONGESTION is the sockets'
- *        TCP congestion control (default: the kernel's), so that the
- *        ceiling runs the TCP silvic-ring's links run.
+ * usage: raw_ring_bench [--sum] WORLD SIZES ITERS WARMUP SMALL_ITERS
+ *                       SMALL_WARMUP [CONGESTION]
+ *        SIZES is a comma-separated list of byte counts (with --sum,
+ *        multiples of 8); sizes below 64 KiB run SMALL_ITERS after
+ *        SMALL_WARMUP.  CONGESTION is the sockets' TCP congestion
+ *        control (default: the kernel's), so that the ceiling runs the
+ *        TCP silvic-ring's links run.  Bad arguments exit 2.
  *
  * Compiled by compare-peers (cc -O2 -pthread); not part of the build.
  */
@@ -82,6 +95,8 @@ struct rank {
 	int		 to, from;	/* their ranks */
 	char		*src, *dst;
 	size_t		 size;
+	size_t		 esz;		/* an element: 1, or 8 with --sum */
+	int		 sum;		/* --sum: fold the first n-1 steps */
 	struct shared	*shm;
 };
 
@@ -130,18 +145,21 @@ number(const char *text, const char *what)
 	return v;
 }
 
+/* Where block b starts, in bytes: blocks are cut by elements. */
 static size_t
 block_off(const struct rank *r, int b)
 {
-	size_t base = r->size / r->world, extra = r->size % r->world;
+	size_t n = r->size / r->esz, base = n / r->world, extra = n % r->world;
 
-	return b * base + ((size_t)b < extra ? (size_t)b : extra);
+	return (b * base + ((size_t)b < extra ? (size_t)b : extra)) * r->esz;
 }
 
 static size_t
 block_len(const struct rank *r, int b)
 {
-	return r->size / r->world + ((size_t)b < r->size % r->world);
+	size_t n = r->size / r->esz;
+
+	return (n / r->world + ((size_t)b < n % r->world)) * r->esz;
 }
 
 /* The block rank r sends at step k; it receives block(r, k + 1). */
@@ -156,6 +174,21 @@ static unsigned char
 pattern(int origin, size_t i)
 {
 	return (unsigned char)(origin * 37 + i * 7 + (i >> 8) * 11 + 1);
+}
+
+/* With --sum, the f64 rank `origin` puts at element i: a small integer. */
+static double
+value(int origin, size_t i)
+{
+	return (double)((origin * 37 + i * 7 + (i >> 8) * 11) % 1024);
+}
+
+/* d += x over n f64s: the whole of the reduction. */
+static void
+fold(double *restrict d, const double *restrict x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] += x[i];
 }
 
 static void
@@ -203,12 +236,15 @@ wait_fds(const struct rank *r, int out, int rstep, size_t roff)
 		    "bytes", DEADLINE_S, r->to);
 }
 
-/* One iteration: send step ss at offset so, receive step rs at ro. */
+/*
+ * One iteration: send step ss at offset so, receive step rs at ro, of
+ * which the first fo bytes may go on (with --sum, those folded).
+ */
 static void
 exchange(struct rank *r)
 {
 	int steps = 2 * (r->world - 1), ss = 0, rs = 0;
-	size_t so = 0, ro = 0;
+	size_t so = 0, ro = 0, fo = 0;
 	double idle = 0;
 
 	while (ss < steps || rs < steps) {
@@ -219,7 +255,7 @@ exchange(struct rank *r)
 			size_t len = block_len(r, block(r, ss));
 			/* What has arrived of the block this step forwards */
 			size_t can = ss == 0 || rs >= ss ? len :
-			    rs == ss - 1 ? ro : 0;
+			    rs == ss - 1 ? fo : 0;
 			char *base = (ss == 0 ? r->src : r->dst) +
 			    block_off(r, block(r, ss));
 
@@ -238,8 +274,9 @@ exchange(struct rank *r)
 				ss++, so = 0, moved = 1;
 		}
 		if (rs < steps) {
+			size_t off = block_off(r, block(r, rs + 1));
 			size_t len = block_len(r, block(r, rs + 1));
-			char *base = r->dst + block_off(r, block(r, rs + 1));
+			char *base = r->dst + off;
 
 			if (len > ro) {
 				n = recv(r->prev, base + ro, len - ro,
@@ -253,8 +290,15 @@ exchange(struct rank *r)
 					die("recv from rank %d: %s", r->from,
 					    strerror(errno));
 			}
+			if (!r->sum || rs >= r->world - 1) {
+				fo = ro;
+			} else if (ro - ro % 8 > fo) {
+				fold((double *)(base + fo), (const double *)
+				    (r->src + off + fo), (ro - ro % 8 - fo) / 8);
+				fo = ro - ro % 8;
+			}
 			if (ro == len)
-				rs++, ro = 0, moved = 1;
+				rs++, ro = 0, fo = 0, moved = 1;
 		}
 		if (moved) {
 			idle = 0;
@@ -271,10 +315,25 @@ exchange(struct rank *r)
 	}
 }
 
-/* After an iteration every block holds its origin rank's bytes. */
+/* After an iteration every block holds its origin rank's bytes, or
+ * with --sum every f64 the sum of the ranks' f64s there. */
 static void
 check(struct rank *r)
 {
+	if (r->sum) {
+		const double *d = (const double *)r->dst;
+
+		for (size_t i = 0; i < r->size / 8; i++) {
+			double want = 0;
+
+			for (int k = 0; k < r->world; k++)
+				want += value(k, i);
+			if (d[i] != want)
+				die("size %zu: f64 %zu is %g, expected %g", r->size,
+				    i, d[i], want);
+		}
+		return;
+	}
 	for (int b = 0; b < r->world; b++) {
 		size_t off = block_off(r, b), end = off + block_len(r, b);
 
@@ -292,8 +351,12 @@ row(struct rank *r, size_t size, long iters, long warmup)
 	double *t = r->shm->times, sum = 0;
 
 	r->size = size;
-	for (size_t i = 0; i < size; i++)
-		r->src[i] = (char)pattern(r->rank, i);
+	if (r->sum)
+		for (size_t i = 0; i < size / 8; i++)
+			((double *)r->src)[i] = value(r->rank, i);
+	else
+		for (size_t i = 0; i < size; i++)
+			r->src[i] = (char)pattern(r->rank, i);
 	memset(r->dst, 0, size);
 	for (long i = -warmup - 1; i < iters; i++) {
 		double t0;
@@ -442,10 +505,13 @@ main(int argc, char **argv)
 	int *listeners, *ports, world, nsizes = 0;
 	pid_t *pids, parent = getpid();
 	char *list, *size, *save = NULL;
+	int sum = argc > 1 && strcmp(argv[1], "--sum") == 0;
 
+	argc -= sum;
+	argv += sum;
 	if (argc != 7 && argc != 8) {
-		fprintf(stderr, "usage: raw_ring_bench WORLD SIZES ITERS "
-		    "WARMUP SMALL_ITERS SMALL_WARMUP [CONGESTION]\n");
+		fprintf(stderr, "usage: raw_ring_bench [--sum] WORLD SIZES "
+		    "ITERS WARMUP SMALL_ITERS SMALL_WARMUP [CONGESTION]\n");
 		return 2;
 	}
 	if (argc == 8)
@@ -470,6 +536,11 @@ main(int argc, char **argv)
 	for (size = strtok_r(list, ",", &save); size != NULL;
 	    size = strtok_r(NULL, ",", &save)) {
 		sizes[nsizes] = number(size, "size");
+		if (sum && sizes[nsizes] % 8 != 0) {
+			fprintf(stderr, "raw_ring_bench: size '%s' is not a "
+			    "multiple of 8 (one f64)\n", size);
+			return 2;
+		}
 		if ((size_t)sizes[nsizes] > largest)
 			largest = sizes[nsizes];
 		nsizes++;
@@ -477,6 +548,8 @@ main(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	r.world = world;
+	r.sum = sum;
+	r.esz = sum ? 8 : 1;
 	shm_len = sizeof(*r.shm) + (arg[1] > arg[3] ? arg[1] : arg[3]) *
 	    world * sizeof(double);
 	r.shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED |
