@@ -116,7 +116,7 @@ sr_plan_step(struct sr_transfer *x, const struct sr_direction *d,
 		.len = send_len, .frame = frame, .gate = gated ? i - 1 : -1 };
 	x->recvs[i] = (struct sr_recv){ .link = d->from, .data = recv,
 		.len = recv_len, .frame = frame, .reduce = local != NULL,
-		.local = local };
+		.local = local, .straight = local != NULL };
 	x->nsends++;
 	x->nrecvs++;
 }

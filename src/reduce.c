@@ -62,9 +62,9 @@ sr_op_parse(const char *name, enum sr_op *out)
 }
 
 /*
- * Each kernel comes twice: out of place (three distinct buffers) and in
- * place (dst is a), so that every pointer can be restrict and the loop
- * vectorises.  Element-wise operations give the same bits at any vector
+ * Each kernel comes three times: out of place (three distinct buffers),
+ * in place (dst is a) and in place the other way (dst is b), so that
+ * every pointer can be restrict and the loop vectorises.  Element-wise operations give the same bits at any vector
  * width, so on x86-64 a clone for AVX-512 and one for AVX2 are picked at
  * load time by what the processor has.
  */
@@ -90,6 +90,14 @@ sr_op_parse(const char *name, enum sr_op *out)
 			type a = d[i], b = y[i];                               \
 			d[i] = (expr);                                         \
 		}                                                              \
+	}                                                                      \
+	CLONES static void fn##_rin(type *restrict d, const type *restrict x,  \
+	    size_t n)                                                          \
+	{                                                                      \
+		for (size_t i = 0; i < n; i++) {                               \
+			type a = x[i], b = d[i];                               \
+			d[i] = (expr);                                         \
+		}                                                              \
 	}
 
 #define KERNELS(suffix, type, utype)                                           \
@@ -109,6 +117,8 @@ KERNELS(u32, uint32_t, uint32_t)
 	do {                                                                   \
 		if (dst == a)                                                  \
 			fn##_in(dst, b, count);                                \
+		else if (dst == b)                                             \
+			fn##_rin(dst, a, count);                               \
 		else                                                           \
 			fn(dst, a, b, count);                                  \
 	} while (0)

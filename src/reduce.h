@@ -12,7 +12,7 @@
 
 /*
  * dst[i] = op(a[i], b[i]) for count elements.  Buffers are aligned to the
- * element size; a may be dst, b overlaps neither.
+ * element size; a or b may be dst, and otherwise none overlaps another.
  */
 void sr_reduce(void *dst, const void *a, const void *b, size_t count,
     enum sr_dtype dtype, enum sr_op op);

@@ -34,7 +34,7 @@
 
 #define RANKS_MAX 8
 #define RANK_EVENTS 8
-#define RANK_AUX 8
+#define RANK_AUX 12
 #define RANKS_PARENT_FDS 16
 
 /* Events a child may send; the parent keeps when each first came and how

@@ -1,7 +1,7 @@
 /*
  * test_reduce.c - the reduction kernels against a naive reference, every op
- * x dtype, counts around the vector widths, in place and out of place; the
- * integer wrap-around; the dtype and op names.
+ * x dtype, counts around the vector widths, out of place and in place into
+ * either operand; the integer wrap-around; the dtype and op names.
  */
 #include <stdint.h>
 #include <string.h>
@@ -129,8 +129,11 @@ first_difference(const uint8_t *x, const uint8_t *y, size_t count,
 	return count;
 }
 
+/* Where the result goes: a third buffer, or over a, or over b. */
+enum place { APART, OVER_A, OVER_B };
+
 static void
-check_one(enum sr_dtype dtype, enum sr_op op, size_t count, bool in_place)
+check_one(enum sr_dtype dtype, enum sr_op op, size_t count, enum place at)
 {
 	size_t es = sr_dtype_size(dtype), bytes = count * es;
 	size_t total = (count + GUARD) * es;
@@ -151,14 +154,21 @@ check_one(enum sr_dtype dtype, enum sr_op op, size_t count, bool in_place)
 	memcpy(b0, b, total);
 	reference(want, a0, b0, count, dtype, op);
 
-	if (in_place) {
-		sr_reduce(a, a, b, count, dtype, op);
-		bad = first_difference(a, want, count, es);
-		CHECKF(bad == count, "%s %s count %zu in place: element %zu",
-		    sr_op_name(op), sr_dtype_name(dtype), count, bad);
-		CHECKF(guard_intact(a + bytes, GUARD * es),
-		    "%s %s count %zu in place: wrote past the end",
-		    sr_op_name(op), sr_dtype_name(dtype), count);
+	if (at != APART) {
+		uint8_t *d = at == OVER_A ? a : b;
+		const char *which = at == OVER_A ? "into a" : "into b";
+
+		sr_reduce(d, a, b, count, dtype, op);
+		bad = first_difference(d, want, count, es);
+		CHECKF(bad == count, "%s %s count %zu in place %s: element %zu",
+		    sr_op_name(op), sr_dtype_name(dtype), count, which, bad);
+		CHECKF(guard_intact(d + bytes, GUARD * es),
+		    "%s %s count %zu in place %s: wrote past the end",
+		    sr_op_name(op), sr_dtype_name(dtype), count, which);
+		CHECKF(memcmp(at == OVER_A ? b : a, at == OVER_A ? b0 : a0,
+		    total) == 0, "%s %s count %zu in place %s: the other "
+		    "operand changed", sr_op_name(op), sr_dtype_name(dtype),
+		    count, which);
 	} else {
 		sr_reduce(dst, a, b, count, dtype, op);
 		bad = first_difference(dst, want, count, es);
@@ -169,9 +179,9 @@ check_one(enum sr_dtype dtype, enum sr_op op, size_t count, bool in_place)
 		    sr_dtype_name(dtype), count);
 		CHECKF(memcmp(a, a0, total) == 0, "%s %s count %zu: a changed",
 		    sr_op_name(op), sr_dtype_name(dtype), count);
+		CHECKF(memcmp(b, b0, total) == 0, "%s %s count %zu: b changed",
+		    sr_op_name(op), sr_dtype_name(dtype), count);
 	}
-	CHECKF(memcmp(b, b0, total) == 0, "%s %s count %zu: b changed",
-	    sr_op_name(op), sr_dtype_name(dtype), count);
 out:
 	free(a);
 	free(b);
@@ -188,7 +198,7 @@ every_op_and_dtype_out_of_place(void)
 		for (int o = 0; o < SR_OP_COUNT; o++)
 			for (size_t c = 0; c < NCOUNTS; c++)
 				check_one((enum sr_dtype)d, (enum sr_op)o,
-				    counts[c], false);
+				    counts[c], APART);
 }
 
 static void
@@ -198,7 +208,18 @@ every_op_and_dtype_in_place(void)
 		for (int o = 0; o < SR_OP_COUNT; o++)
 			for (size_t c = 0; c < NCOUNTS; c++)
 				check_one((enum sr_dtype)d, (enum sr_op)o,
-				    counts[c], true);
+				    counts[c], OVER_A);
+}
+
+/* dst is b: the fold of a payload read straight into its place. */
+static void
+every_op_and_dtype_in_place_into_b(void)
+{
+	for (int d = 0; d < SR_DTYPE_COUNT; d++)
+		for (int o = 0; o < SR_OP_COUNT; o++)
+			for (size_t c = 0; c < NCOUNTS; c++)
+				check_one((enum sr_dtype)d, (enum sr_op)o,
+				    counts[c], OVER_B);
 }
 
 /* A few values whose results are written out by hand, so the reference
@@ -359,6 +380,7 @@ main(void)
 {
 	TEST_RUN(every_op_and_dtype_out_of_place);
 	TEST_RUN(every_op_and_dtype_in_place);
+	TEST_RUN(every_op_and_dtype_in_place_into_b);
 	TEST_RUN(known_values);
 	TEST_RUN(signed_sum_wraps);
 	TEST_RUN(signed_prod_wraps);

@@ -747,6 +747,27 @@ fold_order_scenario(struct rank_ctx *ctx)
 			    count * sizeof(double));
 			free(v);
 		}
+	/* Out of place too, max and min: aux[6 + 2c + o]. */
+	for (size_t c = 0; c < 2; c++)
+		for (size_t o = 0; o < 2; o++) {
+			size_t count = order_counts[c];
+			double *in = xmalloc(count * sizeof(double));
+			double *out = xmalloc(count * sizeof(double));
+			int rc;
+
+			for (size_t i = 0; i < count; i++)
+				in[i] = order_input(ctx->rank, i);
+			rc = sr_allreduce(ctx->ring, in, out, count, SR_F64,
+			    order_ops[o], &err);
+			if (rc == 0)
+				ctx->report->aux[6 + 2 * c + o] = (int64_t)
+				    fnv1a64(FNV_OFFSET, out, count *
+				    sizeof(double));
+			free(in);
+			free(out);
+			if (rc != 0)
+				return rank_fail(ctx, &err);
+		}
 	return 0;
 }
 
@@ -781,6 +802,17 @@ test_fold_order_is_the_same_on_every_rank(void)
 				    "0's", w, sr_op_name(order_ops[k % 3]),
 				    order_counts[k / 3], job.shared_cores ?
 				    " (shared cores)" : "", i);
+		/* Out of place, max and min pick the same operands as in
+		 * place: the ring's payload folded where it lands, or staged. */
+		for (int k = 0; k < 4; k++)
+			for (uint32_t i = 0; i < w; i++)
+				CHECKF(r.report[i].aux[6 + k] ==
+				    r.report[i].aux[(k / 2) * 3 + k % 2],
+				    "world %u%s, rank %u: %s of %zu f64 with signed "
+				    "zeros and NaNs out of place differs from in "
+				    "place", w, job.shared_cores ? " (shared cores)" :
+				    "", i, sr_op_name(order_ops[k % 2]),
+				    order_counts[k / 2]);
 		for (int k = 0; k < 2; k++) {
 			if (j == 3)
 				both_ways[k] = r.report[0].aux[k];
