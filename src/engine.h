@@ -157,8 +157,10 @@ const struct sr_abort *sr_engine_heard(const struct sr_engine *engine);
  * a forwarding rank sends a piece once it has all of it, so this is also
  * the pipelining grain. */
 #define SR_FRAME_MAX (256u << 10)
-/* A reduction folds received bytes in pieces of at most this size, while
- * they are still in cache. */
+/* A reduction staged in the segment (in place, or a small path) folds
+ * received bytes in pieces of at most this size, while they are still in
+ * cache; one read straight into place folds what one read brought, at
+ * most a frame. */
 #define SR_SEGMENT (256u << 10)
 
 #endif

@@ -41,7 +41,8 @@ struct sr_stream {
 	bool carrying;	/* the frame under way is a piece of a send */
 	uint8_t *segment;	/* SR_SEGMENT bytes for reductions, from the
 				 * first transfer that folds on this stream */
-	size_t fill;	/* reduction bytes waiting in the segment */
+	size_t fill;	/* reduction bytes waiting to be folded, in the
+			 * segment or (straight in) in place */
 	bool dropping;	/* the send broke: what comes is read and dropped
 			 * until the abort (sr_engine_drop_to_abort) */
 };

@@ -192,34 +192,32 @@ out:
 }
 
 static void
-every_op_and_dtype_out_of_place(void)
+every_op_and_dtype(enum place at)
 {
 	for (int d = 0; d < SR_DTYPE_COUNT; d++)
 		for (int o = 0; o < SR_OP_COUNT; o++)
 			for (size_t c = 0; c < NCOUNTS; c++)
 				check_one((enum sr_dtype)d, (enum sr_op)o,
-				    counts[c], APART);
+				    counts[c], at);
+}
+
+static void
+every_op_and_dtype_out_of_place(void)
+{
+	every_op_and_dtype(APART);
 }
 
 static void
 every_op_and_dtype_in_place(void)
 {
-	for (int d = 0; d < SR_DTYPE_COUNT; d++)
-		for (int o = 0; o < SR_OP_COUNT; o++)
-			for (size_t c = 0; c < NCOUNTS; c++)
-				check_one((enum sr_dtype)d, (enum sr_op)o,
-				    counts[c], OVER_A);
+	every_op_and_dtype(OVER_A);
 }
 
 /* dst is b: the fold of a payload read straight into its place. */
 static void
 every_op_and_dtype_in_place_into_b(void)
 {
-	for (int d = 0; d < SR_DTYPE_COUNT; d++)
-		for (int o = 0; o < SR_OP_COUNT; o++)
-			for (size_t c = 0; c < NCOUNTS; c++)
-				check_one((enum sr_dtype)d, (enum sr_op)o,
-				    counts[c], OVER_B);
+	every_op_and_dtype(OVER_B);
 }
 
 /* A few values whose results are written out by hand, so the reference
