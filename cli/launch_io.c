@@ -28,6 +28,14 @@ launch_stream_init(struct launch_stream *s, int rank, int to,
 }
 
 void
+launch_stream_drop(struct launch_stream *s)
+{
+	s->mode = LAUNCH_DROP;
+	s->len = s->seen = 0;
+	s->cut = false;
+}
+
+void
 launch_stream_fini(struct launch_stream *s)
 {
 	if (s->fd >= 0)

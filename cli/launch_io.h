@@ -50,6 +50,10 @@ void launch_stream_init(struct launch_stream *s, int rank, int to,
  */
 int launch_stream_read(struct launch_stream *s, int reads);
 
+/* From now on what s->fd holds is read and thrown away, the line in
+ * progress too. */
+void launch_stream_drop(struct launch_stream *s);
+
 /* Closes fd and frees the buffer. */
 void launch_stream_fini(struct launch_stream *s);
 

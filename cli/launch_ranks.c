@@ -122,7 +122,10 @@ launch_nofile_raise(size_t n, struct rlimit *saved)
  * Once our stdout's reader is gone (| head) the job ends as a pipeline
  * does: every rank gets SIGPIPE, which run and bench die of quietly (a
  * rank that ignores it is killed a second later), and so does the
- * launcher, at the end.
+ * launcher, at the end.  What the ranks write from now on is dropped:
+ * a rank can see another die of the signal, and say so, before its own
+ * signal lands (seen once in a chroot's .ci/run: "rank 1: ... lost the
+ * connection (closed by the peer) to rank 0").
  */
 static void
 broken_pipe(struct launch *l)
@@ -130,9 +133,12 @@ broken_pipe(struct launch *l)
 	if (l->broken_pipe)
 		return;
 	l->broken_pipe = true;
-	for (int r = 0; r < l->started; r++)
+	for (int r = 0; r < l->started; r++) {
+		launch_stream_drop(&l->ranks[r].out);
+		launch_stream_drop(&l->ranks[r].err);
 		if (l->ranks[r].pid > 0)
 			kill(l->ranks[r].pid, SIGPIPE);
+	}
 	l->term_at = 0;
 	l->kill_at = sr_clock_ns() + LAUNCH_KILL_AFTER_NS;
 }
