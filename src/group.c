@@ -537,7 +537,7 @@ doubling_reduce(struct sr_group *g, struct sr_frame frame,
  * asked before the small path's limit (collectives.c), which at 8 ranks
  * sends 18 KiB and up round the ring: doubling instead, alternating
  * launches (`launch -n 8 bench allreduce --mesh`, 200 calls, 6 pairs,
- * medians; the ring -> doubling), 24 KiB 392 -> 246 us, 32 KiB 406 ->
+ * medians; the ring -> doubling), 24 KiB 393 -> 246 us, 32 KiB 406 ->
  * 334, 40 KiB 447 -> 344.
  */
 bool

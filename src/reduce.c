@@ -64,9 +64,10 @@ sr_op_parse(const char *name, enum sr_op *out)
 /*
  * Each kernel comes three times: out of place (three distinct buffers),
  * in place (dst is a) and in place the other way (dst is b), so that
- * every pointer can be restrict and the loop vectorises.  Element-wise operations give the same bits at any vector
- * width, so on x86-64 a clone for AVX-512 and one for AVX2 are picked at
- * load time by what the processor has.
+ * every pointer can be restrict and the loop vectorises.  Element-wise
+ * operations give the same bits at any vector width, so on x86-64 a
+ * clone for AVX-512 and one for AVX2 are picked at load time by what the
+ * processor has.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
