@@ -114,9 +114,14 @@ sr_plan_step(struct sr_transfer *x, const struct sr_direction *d,
 
 	x->sends[i] = (struct sr_send){ .link = d->to, .data = send,
 		.len = send_len, .frame = frame, .gate = gated ? i - 1 : -1 };
+	/* Out of place (local apart from recv), the fold may go straight
+	 * into recv: decided here, once, not on every read. */
+	bool apart = local != NULL && ((uintptr_t)recv + recv_len <=
+	    (uintptr_t)local || (uintptr_t)local + recv_len <= (uintptr_t)recv);
+
 	x->recvs[i] = (struct sr_recv){ .link = d->from, .data = recv,
 		.len = recv_len, .frame = frame, .reduce = local != NULL,
-		.local = local, .straight = local != NULL };
+		.local = local, .straight = apart };
 	x->nsends++;
 	x->nrecvs++;
 }

@@ -48,11 +48,11 @@ struct sr_recv {
 	const uint8_t *local;
 	bool reduce;
 	bool swap;
-	/* With reduce, local another buffer: the payload may be read
-	 * straight into data and folded there, not staged (the ring's
-	 * reduce-scatter, where one rank folds each element last and every
-	 * rank gets its bits, so the kernel that folds it, which can pick
-	 * another NaN payload, cannot make ranks disagree). */
+	/* With reduce, local apart from data (the builder checks): the
+	 * payload is read straight into data and folded there, not staged
+	 * (the ring's reduce-scatter, where one rank folds each element
+	 * last and every rank gets its bits, so the kernel that folds it,
+	 * which can pick another NaN payload, cannot make ranks disagree). */
 	bool straight;
 	struct sr_frame frame;
 	/* Engine state: payload bytes final in data, of those the ones

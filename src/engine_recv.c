@@ -265,10 +265,7 @@ read_header(struct run *r, uint32_t k, const struct sr_frame *want,
 static bool
 straight_in(const struct sr_recv *v)
 {
-	uintptr_t d = (uintptr_t)v->data, l = (uintptr_t)v->local;
-
-	return v->straight && v->data != NULL &&
-	    (d + v->len <= l || l + v->len <= d);
+	return v->straight && v->data != NULL;
 }
 
 /* Folds the complete elements waiting (in the stream's segment, or in
