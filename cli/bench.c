@@ -585,6 +585,7 @@ run_row(struct bench_sweep *s, struct bench_row *row)
 	s->row_start_ns = sr_clock_ns();
 	if (s->member && measure_row(s, row) != 0)
 		return -1;
+	cli_note_cpu(s->ring);
 	if (s->ranks != NULL && share_row(s, row) != 0)
 		return -1;
 	row->busbw = fmin(row->h[BENCH_OUT_OF_PLACE].busbw,

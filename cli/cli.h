@@ -57,6 +57,17 @@ void cli_warn(const char *fmt, ...) CLI_PRINTF(1, 2);
  * "silvic-ring: rank 1: listening on 127.0.0.1:4000". */
 void cli_status(const char *fmt, ...) CLI_PRINTF(1, 2);
 void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* With -vv, says when the CPU ring's rank is bound to has changed
+ * (--cpus): after each statement or size that could move it. */
+struct sr_ring;
+void cli_note_cpu(const struct sr_ring *ring);
+/*
+ * A CPU list as taskset -c writes one ("0,2-3"), or "none" (n = 0), into
+ * cpus (at most max); 0, or -1 with why (size bytes) saying what is
+ * wrong with it.
+ */
+int cli_parse_cpus(const char *text, int *cpus, uint32_t max, uint32_t *n,
+    char *why, size_t size);
 /*
  * Progress while a rank waits (for the address list, for its neighbours):
  * cli_progress_ms is the interval, 0 for none (cli_ring_open sets it from
@@ -146,6 +157,9 @@ int cli_parse_seconds(const char *text, double *out);
  * command's getopt_long table includes CLI_RING_LONGOPTS and hands unknown
  * option codes to cli_ring_option.
  */
+/* The most CPUs --cpus may list. */
+#define CLI_CPUS_MAX 1024
+
 struct cli_ring {
 	const char *host;	/* --host */
 	const char *advertise;	/* --advertise IP|IFNAME */
@@ -164,6 +178,7 @@ struct cli_ring {
 	bool mesh;		/* --mesh */
 	uint32_t streams;	/* --streams, 1 .. SR_RING_STREAMS_MAX */
 	int shared_cores;	/* --[no-]shared-cores: 1, 0, -1 neither */
+	const char *cpus;	/* --cpus LIST|none, NULL when not given */
 	/* bench connect: probe for this long (seconds, > 0) instead of
 	 * forming; cli_ring_open then fills *probe (world entries, the
 	 * caller frees them). */
@@ -194,6 +209,7 @@ enum {
 	OPT_STREAMS,
 	OPT_SHARED_CORES,
 	OPT_NO_SHARED_CORES,
+	OPT_CPUS,
 	OPT_VERBOSE = 'v',
 	OPT_COMMAND_BASE = 1100	/* command-specific options start here */
 };
@@ -217,6 +233,7 @@ enum {
 	{ "streams", required_argument, NULL, OPT_STREAMS },                   \
 	{ "shared-cores", no_argument, NULL, OPT_SHARED_CORES },               \
 	{ "no-shared-cores", no_argument, NULL, OPT_NO_SHARED_CORES },         \
+	{ "cpus", required_argument, NULL, OPT_CPUS },                         \
 	{ "tcp-congestion", required_argument, NULL, OPT_TCP_CONGESTION },     \
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },                         \
 	{ "progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL }

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -103,6 +105,85 @@ cli_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmessage("debug: ", fmt, ap);
 	va_end(ap);
+}
+
+void
+cli_note_cpu(const struct sr_ring *ring)
+{
+	static int last = -1;
+	int cpu = sr_ring_bound_cpu(ring);
+
+	if (cpu == last)
+		return;
+	last = cpu;
+	if (cpu >= 0)
+		cli_debug("bound to CPU %d", cpu);
+	else
+		cli_debug("bound to no single CPU");
+}
+
+/* One item of a CPU list, "N" or "N-M", into [*lo, *hi]; 0 or -1. */
+static int
+cpu_range(const char *item, size_t len, unsigned *lo, unsigned *hi)
+{
+	char buf[24], *end;
+	unsigned long a, b;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, item, len);
+	buf[len] = '\0';
+	if (buf[0] < '0' || buf[0] > '9')
+		return -1;
+	a = strtoul(buf, &end, 10);
+	b = a;
+	if (*end == '-') {
+		if (end[1] < '0' || end[1] > '9')
+			return -1;
+		b = strtoul(end + 1, &end, 10);
+	}
+	if (*end != '\0' || a > b || b >= CPU_SETSIZE)
+		return -1;
+	*lo = (unsigned)a;
+	*hi = (unsigned)b;
+	return 0;
+}
+
+int
+cli_parse_cpus(const char *text, int *cpus, uint32_t max, uint32_t *n,
+    char *why, size_t size)
+{
+	cpu_set_t seen;
+
+	*n = 0;
+	if (strcmp(text, "none") == 0)
+		return 0;
+	CPU_ZERO(&seen);
+	for (const char *p = text;; ) {
+		size_t len = strcspn(p, ",");
+		unsigned lo, hi;
+
+		if (cpu_range(p, len, &lo, &hi) != 0) {
+			snprintf(why, size, "'%.*s' is not a CPU number or "
+			    "range (0-%d)", (int)len, p, CPU_SETSIZE - 1);
+			return -1;
+		}
+		for (unsigned c = lo; c <= hi; c++) {
+			if (CPU_ISSET(c, &seen)) {
+				snprintf(why, size, "CPU %u is listed twice", c);
+				return -1;
+			}
+			if (*n == max) {
+				snprintf(why, size, "more than %u CPUs", max);
+				return -1;
+			}
+			CPU_SET(c, &seen);
+			cpus[(*n)++] = (int)c;
+		}
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
 }
 
 bool

@@ -425,18 +425,49 @@ cores_here(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* The CPUs this process may run on, as taskset -c lists them, into buf
+ * ("" when they do not fit or the kernel does not say). */
+static void
+cpus_here(char *buf, size_t size)
+{
+	cpu_set_t set;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		int n;
+
+		if (!CPU_ISSET(c, &set))
+			continue;
+		n = snprintf(buf + len, size - len, "%s%d", len ? "," : "", c);
+		if (n < 0 || (size_t)n >= size - len) {
+			buf[0] = '\0';
+			return;
+		}
+		len += (size_t)n;
+	}
+}
+
 static int
 run_here(struct launch_job *j)
 {
 	const char *caller = getenv("SILVIC_RING_SHARED_CORES");
+	const char *cpus = getenv("SILVIC_RING_CPUS");
 	struct launch l;
 	int rc;
 
 	if ((rc = launch_ranks_init(&l, j, 0, j->world, 0)) == 0) {
+		bool outnumbered = j->world > cores_here();
+
 		/* Open MPI's mpirun likewise tells oversubscribed ranks
 		 * (mpi_yield_when_idle); the caller's own value stands. */
 		l.shared_cores = (caller == NULL || caller[0] == '\0') &&
-		    j->world > cores_here();
+		    outnumbered;
+		l.cpus[0] = '\0';
+		if ((cpus == NULL || cpus[0] == '\0') && outnumbered)
+			cpus_here(l.cpus, sizeof(l.cpus));
 		rc = launch_ranks_run(&l);
 	}
 	launch_ranks_fini(&l);

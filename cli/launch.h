@@ -73,6 +73,10 @@ struct launch {
 	 * machine alone, of more ranks than the cores it may run on, whose
 	 * caller's environment does not say. */
 	bool shared_cores;
+	/* And SILVIC_RING_CPUS=cpus (the CPUs this launch may run on, as
+	 * taskset -c lists them) under the same conditions, unless the
+	 * caller's environment sets it; "" for none. */
+	char cpus[256];
 	char *list;		/* the address list, once list_len > 0 */
 	size_t list_len;
 	int published;

@@ -384,7 +384,9 @@ child(struct launch *l, int r, int *fds)
 	    (l->bind_host != NULL &&
 	    setenv("SILVIC_RING_LAUNCH_HOST", l->bind_host, 1) != 0) ||
 	    (l->shared_cores &&
-	    setenv("SILVIC_RING_SHARED_CORES", "yes", 1) != 0))
+	    setenv("SILVIC_RING_SHARED_CORES", "yes", 1) != 0) ||
+	    (l->cpus[0] != '\0' &&
+	    setenv("SILVIC_RING_CPUS", l->cpus, 1) != 0))
 		_exit(EXIT_INTERNAL);
 	setrlimit(RLIMIT_NOFILE, &l->nofile);
 	execv("/proc/self/exe", l->job->argv);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -69,6 +70,13 @@ const char cli_ring_help[] =
 "                           launch -n sets, else no)\n"
 "      --no-shared-cores    each rank has a core (overrides\n"
 "                           SILVIC_RING_SHARED_CORES)\n"
+"      --cpus LIST|none     the CPUs of one host that all the ranks share\n"
+"                           (as taskset -c lists them, e.g. 0,1): with\n"
+"                           more ranks than CPUs each binds itself to one,\n"
+"                           by the path of each collective (3 or 4 ranks on\n"
+"                           2 CPUs; otherwise none is bound; default:\n"
+"                           $SILVIC_RING_CPUS, which launch -n sets when\n"
+"                           its ranks outnumber its CPUs, else none)\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -188,6 +196,19 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 	case OPT_NO_SHARED_CORES:
 		opts->shared_cores = c == OPT_SHARED_CORES;
 		return 1;
+	case OPT_CPUS: {
+		int cpus[CLI_CPUS_MAX];
+		uint32_t n;
+		char why[128];
+
+		if (cli_parse_cpus(arg, cpus, CLI_CPUS_MAX, &n, why,
+		    sizeof(why)) != 0) {
+			cli_usage_error("--cpus '%s': %s", arg, why);
+			return -1;
+		}
+		opts->cpus = arg;
+		return 1;
+	}
 	case OPT_TCP_CONGESTION:
 		opts->congestion = strcmp(arg, "system") == 0 ? NULL : arg;
 		if (sr_congestion_check(opts->congestion, &err) != 0) {
@@ -237,6 +258,9 @@ struct setup {
 	char job[32];		/* dir: file key from --token */
 	bool shared_cores;
 	const char *shared_cores_source;
+	int cpus[CLI_CPUS_MAX];	/* --cpus, else $SILVIC_RING_CPUS */
+	uint32_t ncpus;
+	const char *cpus_text, *cpus_source;
 };
 
 /* ------------------------------------------------------- rank and world */
@@ -291,6 +315,39 @@ resolve_shared_cores(struct setup *s)
 		yes = 0;
 	}
 	s->shared_cores = yes == 1;
+	return 0;
+}
+
+/* --cpus, else what launch -n said (the CPUs its ranks share, when they
+ * outnumber them), else none. */
+static int
+resolve_cpus(struct setup *s)
+{
+	const char *v = getenv("SILVIC_RING_CPUS");
+	char why[128];
+	cpu_set_t mine;
+
+	s->cpus_text = "none";
+	s->cpus_source = "the default";
+	if (s->opts->cpus != NULL) {
+		s->cpus_text = s->opts->cpus;
+		s->cpus_source = "--cpus";
+	} else if (v != NULL && v[0] != '\0') {
+		s->cpus_text = v;
+		s->cpus_source = "SILVIC_RING_CPUS";
+	}
+	if (cli_parse_cpus(s->cpus_text, s->cpus, CLI_CPUS_MAX, &s->ncpus,
+	    why, sizeof(why)) != 0)
+		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
+		    "SILVIC_RING_CPUS='%s': %s", v, why);
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+		return 0;
+	for (uint32_t i = 0; i < s->ncpus; i++)
+		if (!CPU_ISSET(s->cpus[i], &mine))
+			return sr_error_set(&s->err, SR_ECONFIG,
+			    SR_PHASE_CONFIG, "%s'%s': this rank may not run "
+			    "on CPU %d", s->opts->cpus != NULL ? "--cpus " :
+			    "SILVIC_RING_CPUS=", s->cpus_text, s->cpus[i]);
 	return 0;
 }
 
@@ -681,6 +738,11 @@ print_plan(struct setup *s)
 		fprintf(o, ",\"shared_cores\":%s,\"shared_cores_source\":",
 		    s->shared_cores ? "true" : "false");
 		json_string(o, s->shared_cores_source);
+		fputs(",\"cpus\":[", o);
+		for (uint32_t i = 0; i < s->ncpus; i++)
+			fprintf(o, "%s%d", i ? "," : "", s->cpus[i]);
+		fputs("],\"cpus_source\":", o);
+		json_string(o, s->cpus_source);
 		fputs(",\"addresses\":[", o);
 		for (uint64_t i = 0; i < n; i++) {
 			fputs(i ? "," : "", o);
@@ -706,6 +768,7 @@ print_plan(struct setup *s)
 	fprintf(o, "tcp congestion control: %s\n", congestion_name(s->opts));
 	fprintf(o, "shared cores: %s (%s)\n", s->shared_cores ? "yes" : "no",
 	    s->shared_cores_source);
+	fprintf(o, "cpus: %s (%s)\n", s->cpus_text, s->cpus_source);
 	fflush(o);
 }
 
@@ -959,6 +1022,8 @@ form(struct setup *s, struct sr_ring **ring)
 	options.mesh = s->opts->mesh;
 	options.streams = s->opts->streams;
 	options.shared_cores = s->shared_cores;
+	options.cpus = s->cpus;
+	options.ncpus = s->ncpus;
 	/* An MLX hostfile's several addresses a rank: the streams spread
 	 * over them (list.c keeps nics as long as the list). */
 	if (s->list.nics != NULL && s->list.nics_n == s->list.n)
@@ -1031,7 +1096,8 @@ cli_ring_open(struct cli_ring *opts, struct sr_ring **ring, char ***addresses,
 		    PROGRESS_MAX * 1000 : opts->progress < 0.001 ? 1 :
 		    (int64_t)(opts->progress * 1000);
 	if (load_key(&s) == 0 && resolve_rank(&s) == 0 &&
-	    resolve_shared_cores(&s) == 0 && obtain_list(&s) == 0 &&
+	    resolve_shared_cores(&s) == 0 && resolve_cpus(&s) == 0 &&
+	    obtain_list(&s) == 0 &&
 	    derive_token(&s) == 0) {
 		cli_rank = s.rank;
 		cli_status("rank %lld of %lld (%s; world from %s)",

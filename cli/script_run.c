@@ -937,8 +937,10 @@ script_run(const struct script *script, struct sr_ring *ring, FILE *out,
 		.world = sr_ring_world(ring) };
 	int rc = EXIT_OK;
 
-	for (size_t i = 0; i < script->n && rc == EXIT_OK; i++)
+	for (size_t i = 0; i < script->n && rc == EXIT_OK; i++) {
 		rc = run_statement(&r, &script->stmts[i]);
+		cli_note_cpu(ring);
+	}
 	result_clear(&r.last);
 	/* Before the ring closes: a group does not outlive it. */
 	for (size_t i = 0; i < r.ngroups; i++)

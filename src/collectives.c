@@ -22,6 +22,7 @@
 #include "error.h"
 #include "plan.h"
 #include "reduce.h"
+#include "place.h"
 #include "ring.h"
 #include "schedule.h"
 #include "transport.h"
@@ -35,7 +36,7 @@
 /* Fails at once on a broken ring (or none); else counts the collective
  * this call starts (ring->seq, the frames' seq). */
 static int
-begin(struct sr_ring *ring, struct sr_error *err)
+begin_on(struct sr_ring *ring, enum sr_path path, struct sr_error *err)
 {
 	sr_error_clear(err);
 	if (ring == NULL) {
@@ -46,7 +47,24 @@ begin(struct sr_ring *ring, struct sr_error *err)
 	if (ring->failed)
 		return sr_ring_fail_again(ring, err);
 	ring->seq++;
+	sr_place(ring, path);
 	return 0;
+}
+
+/* A collective too small to pay for a move keeps the rank where it is. */
+static int
+begin(struct sr_ring *ring, struct sr_error *err)
+{
+	return begin_on(ring, SR_PATH_KEEP, err);
+}
+
+/* One that moves `bytes` a rank takes the ring's place from
+ * SR_SMALL_MOVES up. */
+static int
+begin_bulk(struct sr_ring *ring, uint64_t bytes, struct sr_error *err)
+{
+	return begin_on(ring, bytes >= SR_SMALL_MOVES ? sr_place_bulk(bytes) :
+	    SR_PATH_KEEP, err);
 }
 
 static int
@@ -418,13 +436,26 @@ small_enough(uint32_t world, bool shared_cores, size_t bytes)
 	return bytes < SR_SMALL_ALWAYS || bytes < SR_SMALL_MOVES / moves;
 }
 
+/* The path an allreduce of count elements of es bytes takes, as
+ * sr_allreduce decides it, for where its rank runs (place.c). */
+static enum sr_path
+allreduce_path(const struct sr_ring *ring, size_t count, size_t es)
+{
+	if (ring == NULL || ring->world == 1 || es == 0 ||
+	    count > SIZE_MAX / es / ring->world ||
+	    (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es)) ||
+	    !small_enough(ring->world, ring->shared_cores, count * es))
+		return sr_place_bulk(count * es);
+	return SR_PATH_SMALL;
+}
+
 int
 sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
     enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
 {
 	size_t es = sr_dtype_size(dtype);
 
-	if (begin(ring, err) != 0)
+	if (begin_on(ring, allreduce_path(ring, count, es), err) != 0)
 		return -1;
 	if (es == 0 || (unsigned)op >= SR_OP_COUNT) {
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
@@ -482,7 +513,8 @@ int
 sr_allgather(struct sr_ring *ring, const void *send, size_t bytes, void *recv,
     struct sr_error *err)
 {
-	if (begin(ring, err) != 0)
+	if (begin_bulk(ring, ring != NULL ? (uint64_t)bytes * ring->world :
+	    0, err) != 0)
 		return -1;
 	if (bytes > SIZE_MAX / ring->world) {
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
@@ -523,7 +555,7 @@ sr_broadcast(struct sr_ring *ring, void *buf, size_t bytes, uint32_t root,
 	struct sr_transfer x = { .sends = &s, .recvs = &v, .dtype = SR_U32 };
 	uint32_t n, last;
 
-	if (begin(ring, err) != 0)
+	if (begin_bulk(ring, bytes, err) != 0)
 		return -1;
 	n = ring->world;
 	if (root >= n) {
@@ -558,7 +590,7 @@ sr_ring_shift(struct sr_ring *ring, const void *send, void *recv, size_t bytes,
 	struct sr_transfer x = { .sends = &s, .recvs = &v, .nsends = 1,
 		.nrecvs = 1, .dtype = SR_U32 };
 
-	if (begin(ring, err) != 0)
+	if (begin_bulk(ring, bytes, err) != 0)
 		return -1;
 	if (ring->world == 1) {
 		if (recv != NULL && recv != send && bytes > 0)

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "formation.h"
 #include "listener.h"
+#include "place.h"
 #include "ring.h"
 #include "sock.h"
 #include "transport.h"
@@ -55,6 +56,7 @@ ring_free(struct sr_ring *ring)
 	free(ring->scratch);
 	free(ring->plan_sends);
 	free(ring->plan_recvs);
+	free(ring->cpus);
 	free(ring);
 }
 
@@ -143,6 +145,8 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->integrity = options->integrity;
 	ring->mesh = (options->mesh || options->probe_ms > 0) && world > 1;
 	ring->shared_cores = options->shared_cores;
+	if (sr_place_init(ring, options->cpus, options->ncpus) != 0)
+		goto fail;
 	ring->streams = options->streams == 0 || options->probe_ms > 0 ? 1 :
 	    options->streams;
 	sr_error_clear(&ring->failure);

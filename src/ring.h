@@ -58,6 +58,12 @@ struct sr_ring {
 	bool mesh;		 /* a link to every rank (links[r] leads to rank
 				  * r), with wide frame headers */
 	bool shared_cores;	 /* sr_ring_options.shared_cores */
+	/* The CPUs the world's ranks share (sr_ring_options.cpus; none
+	 * when the world fits on them), and the index into them this rank
+	 * is bound to: -1 all of them, SR_PLACED_NEVER not yet (place.c). */
+	int *cpus;
+	uint32_t ncpus;
+	int placed;
 	char congestion[SR_CONGESTION_MAX];	/* the next link's */
 	/* This rank's groups on a mesh (group.c), so that no two share an
 	 * id. */

@@ -368,6 +368,19 @@ struct sr_ring_options {
 	 * listens on each of its own (sr_listener_also).
 	 */
 	const char *const *const *nic_addresses;
+	/*
+	 * The CPUs of one host that every rank of the world runs on
+	 * (launch -n's ranks), ncpus of them, when there are fewer than
+	 * ranks: each rank then binds itself to one of them, chosen by the
+	 * path of each collective, where that was measured to be faster
+	 * than leaving the ranks to the kernel (at present 3 and 4 ranks
+	 * on 2 CPUs; otherwise it stays on them all).  NULL or a world that
+	 * fits on them: no binding.  Only the thread that runs the
+	 * collectives is bound.  A CPU the kernel refuses ends the binding
+	 * (sr_ring_bound_cpu says -1); it is never an error.
+	 */
+	const int *cpus;
+	uint32_t ncpus;
 };
 
 /* The most connections a link may have (sr_ring_options.streams). */
@@ -439,6 +452,11 @@ const char *sr_ring_peer_address(const struct sr_ring *ring, uint32_t rank);
 /* The congestion control the link to the next rank runs ("" in a world of
  * one), as the kernel reports it. */
 const char *sr_ring_congestion(const struct sr_ring *ring);
+
+/* The CPU the calling thread is bound to by sr_ring_options.cpus, as the
+ * kernel reports it after the last collective; -1 when it is not bound to
+ * one (no binding asked, none yet, or the kernel refused it). */
+int sr_ring_bound_cpu(const struct sr_ring *ring);
 
 /* Connections per link (sr_ring_options.streams; 1 in a world of one). */
 uint32_t sr_ring_streams(const struct sr_ring *ring);

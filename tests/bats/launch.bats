@@ -404,3 +404,69 @@ open_stdin() {
 	run -2 --separate-stderr env SILVIC_RING_SHARED_CORES=maybe timeout 60 "$SR" launch -n 2 run --dry-run </dev/null
 	[[ "$stderr" == *"[0] silvic-ring: rank 0: SILVIC_RING_SHARED_CORES='maybe' is not yes or no"* ]]
 }
+
+@test "launch -n of 4 ranks on 2 CPUs binds each rank by its collective's path, and the results stay exact" {
+	local two a b
+	# Two CPUs this process may run on, as taskset lists them.
+	two=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1 % len(c)])')
+	read -r a b <<<"$two"
+	[ "$a" != "$b" ] # the test needs two CPUs
+	printf '%s\n' 'allreduce sum i64 {rank}+1' 'expect {world}*({world}+1)/2' \
+		'allreduce sum f64 64K*({rank}+1)' 'expect 64K*{world}*({world}+1)/2' \
+		'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2' \
+		>"$BATS_TEST_TMPDIR/s"
+	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
+		--script "$BATS_TEST_TMPDIR/s" </dev/null
+	echo "$stderr" | grep 'bound to' >&3
+	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
+	# The small allreduces: ranks 0 1 1 0 on the two CPUs; the ring's
+	# (64K doubles): 0 1 0 1.  Ranks 0 and 1 never move.
+	bound() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to CPU" <<<"$stderr" | sed 's/.*CPU //' | tr '\n' ' '; }
+	[ "$(bound 0)" = "$a " ]
+	[ "$(bound 1)" = "$b " ]
+	[ "$(bound 2)" = "$b $a $b " ]
+	[ "$(bound 3)" = "$a $b $a " ]
+	# --cpus none, the ranks' own option, turns it off.
+	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
+		--cpus none --script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
+	[[ "$stderr" != *"bound to"* ]]
+}
+
+@test "launch -n says which CPUs its ranks share only when they outnumber them" {
+	local cores n list first last
+	cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+	list=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+	first=${list%%,*}
+	last=${list##*,}
+	n=$((cores + 1))
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
+	[ "$(grep -c "^\[[0-9]*\] cpus: $list (SILVIC_RING_CPUS)\$" <<<"$output")" -eq "$n" ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$cores" run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] cpus: none (the default)$' <<<"$output")" -eq "$cores" ]
+	# The caller's own value stands, and the rank's option over it.
+	run -0 --separate-stderr env SILVIC_RING_CPUS=none timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] cpus: none (SILVIC_RING_CPUS)$' <<<"$output")" -eq "$n" ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run --cpus "$first" </dev/null
+	[ "$(grep -c "^\[[0-9]*\] cpus: $first (--cpus)\$" <<<"$output")" -eq "$n" ]
+	run -0 --separate-stderr timeout 60 "$SR" launch -n 2 run --dry-run --json --cpus "$last,$first" </dev/null
+	[[ "$output" == *"\"cpus\":[$last,$first],\"cpus_source\":\"--cpus\""* ]]
+}
+
+@test "--cpus and SILVIC_RING_CPUS that are not CPU lists are usage errors naming the value" {
+	run -2 --separate-stderr "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run --cpus 0,x </dev/null
+	[[ "$stderr" == *"--cpus '0,x': 'x' is not a CPU number or range (0-1023)"* ]]
+	run -2 --separate-stderr "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run --cpus 1,0-2 </dev/null
+	[[ "$stderr" == *"--cpus '1,0-2': CPU 1 is listed twice"* ]]
+	run -2 --separate-stderr "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run --cpus 3-1 </dev/null
+	[[ "$stderr" == *"--cpus '3-1': '3-1' is not a CPU number or range (0-1023)"* ]]
+	run -2 --separate-stderr "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run --cpus '' </dev/null
+	[[ "$stderr" == *"--cpus '': '' is not a CPU number or range (0-1023)"* ]]
+	run -2 --separate-stderr env SILVIC_RING_CPUS=0,,1 "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run </dev/null
+	[[ "$stderr" == *"SILVIC_RING_CPUS='0,,1': '' is not a CPU number or range (0-1023)"* ]]
+	# A CPU this rank may not run on (the kernel's last).
+	run -2 --separate-stderr "$SR" run --peers 127.0.0.1:1 --rank 0 --dry-run --cpus 1023 </dev/null
+	[[ "$stderr" == *"--cpus '1023': this rank may not run on CPU 1023"* ]]
+	run -2 --separate-stderr env SILVIC_RING_CPUS=1023 timeout 60 "$SR" launch -n 2 run --dry-run </dev/null
+	[[ "$stderr" == *"[0] silvic-ring: rank 0: SILVIC_RING_CPUS='1023': this rank may not run on CPU 1023"* ]]
+}

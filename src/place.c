@@ -1,0 +1,105 @@
+/*
+ * place.c - where a rank runs when the world's ranks share one host's
+ * few cores (sr_ring_options.cpus): bound to one of those CPUs, chosen by
+ * the path its collective takes, or left to the kernel.
+ *
+ * With more ranks than cores the kernel moves spinning ranks about, and
+ * which ranks share a core decides what a hop costs: two ranks on one
+ * core hand a frame over with one context switch, two on different cores
+ * need both to be running at once.  The ring wants every link across
+ * cores (both ends of each link busy together); world 4's small path
+ * (recursive doubling) wants its second partners on one core.  Measured
+ * on 2 cores (docs/performance.md, "Ranks that share cores"), each
+ * rank's core set by hand against left to the kernel:
+ *
+ *   path                        CPU of ranks 0..  against the kernel's
+ *   world 4, small (up to 32 KiB)   0 1 1 0   1.15-1.56x
+ *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x
+ *   world 3, small                  the kernel's (0 1 1: 8 B level)
+ *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
+ *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
+ *
+ * Nothing else was measured, so nothing else is bound.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place.h"
+#include "ring.h"
+
+int
+sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
+    enum sr_path path)
+{
+	static const int four_small[4] = { 0, 1, 1, 0 };
+	static const int four_ring[4] = { 0, 1, 0, 1 };
+	static const int three_ring[3] = { 0, 1, 1 };
+
+	if (ncpus != 2 || rank >= world)
+		return -1;
+	if (world == 4)
+		return path == SR_PATH_SMALL ? four_small[rank] :
+		    four_ring[rank];
+	if (world == 3 && path == SR_PATH_RING)
+		return three_ring[rank];
+	/* World 3's large transfers: 0 1 1 leaves one core twice the work
+	 * of the other (32 MiB took 0.89x the kernel's time). */
+	return -1;
+}
+
+int
+sr_place_init(struct sr_ring *ring, const int *cpus, uint32_t ncpus)
+{
+	ring->placed = SR_PLACED_NEVER;
+	ring->ncpus = 0;
+	if (cpus == NULL || ncpus == 0 || ring->world <= ncpus)
+		return 0;
+	if ((ring->cpus = malloc(ncpus * sizeof(*cpus))) == NULL)
+		return -1;
+	memcpy(ring->cpus, cpus, ncpus * sizeof(*cpus));
+	ring->ncpus = ncpus;
+	return 0;
+}
+
+/*
+ * A binding the kernel refuses (a CPU outside the process's cpuset) is a
+ * lost speed-up, not a failure: the rank stops binding and says so
+ * through sr_ring_bound_cpu, which reads the kernel's own mask.
+ */
+void
+sr_place(struct sr_ring *ring, enum sr_path path)
+{
+	cpu_set_t set;
+	int want;
+
+	if (ring == NULL || ring->ncpus == 0 || path == SR_PATH_KEEP)
+		return;
+	want = sr_place_index(ring->world, ring->ncpus, ring->rank, path);
+	if (want == ring->placed)
+		return;
+	CPU_ZERO(&set);
+	for (uint32_t i = 0; i < ring->ncpus; i++)
+		if (want < 0 || (uint32_t)want == i)
+			CPU_SET(ring->cpus[i], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		ring->ncpus = 0;
+		return;
+	}
+	ring->placed = want;
+}
+
+int
+sr_ring_bound_cpu(const struct sr_ring *ring)
+{
+	cpu_set_t set;
+
+	if (ring == NULL || ring->placed == SR_PLACED_NEVER ||
+	    sched_getaffinity(0, sizeof(set), &set) != 0 ||
+	    CPU_COUNT(&set) != 1)
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			return c;
+	return -1;
+}

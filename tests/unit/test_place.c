@@ -1,0 +1,180 @@
+/*
+ * test_place.c - where a rank of ranks that share a host's CPUs runs
+ * (place.c): the measured table, and the binding as the kernel reports
+ * it, on a ring of no links built by hand.
+ */
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "place.h"
+#include "ring.h"
+
+static const char *const addresses[4] = { "127.0.0.1:1", "127.0.0.1:2",
+	"127.0.0.1:3", "127.0.0.1:4" };
+
+static void
+table_is_the_measured_one(void)
+{
+	static const int small4[4] = { 0, 1, 1, 0 }, ring4[4] = { 0, 1, 0, 1 };
+	static const int ring3[3] = { 0, 1, 1 };
+
+	for (uint32_t r = 0; r < 4; r++) {
+		CHECK(sr_place_index(4, 2, r, SR_PATH_SMALL) == small4[r]);
+		CHECK(sr_place_index(4, 2, r, SR_PATH_RING) == ring4[r]);
+		CHECK(sr_place_index(4, 2, r, SR_PATH_LARGE) == ring4[r]);
+	}
+	for (uint32_t r = 0; r < 3; r++) {
+		CHECK(sr_place_index(3, 2, r, SR_PATH_RING) == ring3[r]);
+		CHECK(sr_place_index(3, 2, r, SR_PATH_SMALL) == -1);
+		CHECK(sr_place_index(3, 2, r, SR_PATH_LARGE) == -1);
+	}
+	/* Nothing else was measured: left to the kernel. */
+	for (uint32_t w = 2; w <= 16; w++)
+		for (uint32_t c = 1; c <= 8; c++)
+			if (!(c == 2 && (w == 3 || w == 4)))
+				for (uint32_t r = 0; r < w; r++)
+					CHECK(sr_place_index(w, c, r,
+					    SR_PATH_RING) == -1);
+	CHECK(sr_place_index(4, 2, 4, SR_PATH_RING) == -1);
+	CHECK(sr_place_bulk((8u << 20) - 1) == SR_PATH_RING);
+	CHECK(sr_place_bulk(8u << 20) == SR_PATH_LARGE);
+}
+
+/* The first two CPUs this process may run on (these tests need two),
+ * and the whole set, to put back. */
+static void
+two_cpus(int cpus[2], cpu_set_t *all)
+{
+	int n = 0;
+
+	cpus[0] = cpus[1] = 0;
+	CHECK(sched_getaffinity(0, sizeof(*all), all) == 0);
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, all))
+			cpus[n++] = c;
+	CHECKF(n == 2, "this process may run on %d CPU(s); the tests need 2",
+	    n);
+}
+
+static struct sr_ring *
+ring_of(uint32_t rank, uint32_t world, const int *cpus, uint32_t ncpus)
+{
+	struct sr_ring_options options;
+
+	sr_ring_options_init(&options);
+	options.cpus = cpus;
+	options.ncpus = ncpus;
+	return sr_ring_new(rank, world, addresses, 7, &options, 2);
+}
+
+static void
+rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
+{
+	int cpus[2];
+	cpu_set_t all;
+	struct sr_ring *ring;
+
+	two_cpus(cpus, &all);
+	ring = ring_of(2, 4, cpus, 2);
+	CHECK(ring != NULL);
+	if (ring == NULL)
+		return;
+	CHECK(sr_ring_bound_cpu(ring) == -1);	/* not before a collective */
+	sr_place(ring, SR_PATH_KEEP);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	sr_place(ring, SR_PATH_SMALL);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	CHECK(sched_getcpu() == cpus[1]);
+	sr_place(ring, SR_PATH_KEEP);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	sr_place(ring, SR_PATH_RING);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
+	sr_place(ring, SR_PATH_LARGE);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
+	sr_ring_close(ring);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+}
+
+static void
+world_3_large_goes_back_to_every_cpu(void)
+{
+	int cpus[2];
+	cpu_set_t all, now;
+	struct sr_ring *ring;
+
+	two_cpus(cpus, &all);
+	ring = ring_of(1, 3, cpus, 2);
+	CHECK(ring != NULL);
+	if (ring == NULL)
+		return;
+	sr_place(ring, SR_PATH_RING);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	sr_place(ring, SR_PATH_LARGE);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
+	CHECK(CPU_COUNT(&now) == 2 && CPU_ISSET(cpus[0], &now) &&
+	    CPU_ISSET(cpus[1], &now));
+	sr_ring_close(ring);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+}
+
+/* A world that fits on its CPUs, or no CPUs given: never bound. */
+static void
+a_world_that_fits_is_not_bound(void)
+{
+	int cpus[2];
+	cpu_set_t all;
+	struct sr_ring *fits, *none;
+
+	two_cpus(cpus, &all);
+	fits = ring_of(1, 2, cpus, 2);
+	none = ring_of(2, 4, NULL, 0);
+	CHECK(fits != NULL && none != NULL);
+	if (fits != NULL && none != NULL) {
+		sr_place(fits, SR_PATH_RING);
+		sr_place(none, SR_PATH_SMALL);
+		CHECK(sr_ring_bound_cpu(fits) == -1);
+		CHECK(sr_ring_bound_cpu(none) == -1);
+	}
+	sr_ring_close(fits);
+	sr_ring_close(none);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+}
+
+/* A CPU the kernel refuses ends the binding; it is no error. */
+static void
+a_refused_cpu_ends_the_binding(void)
+{
+	int cpus[2] = { CPU_SETSIZE - 1, CPU_SETSIZE - 2 };
+	cpu_set_t all, now;
+	struct sr_ring *ring;
+
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
+	/* Two CPUs this process may not run on (the kernel's last ones). */
+	CHECK(!CPU_ISSET(CPU_SETSIZE - 1, &all) &&
+	    !CPU_ISSET(CPU_SETSIZE - 2, &all));
+	ring = ring_of(0, 4, cpus, 2);
+	CHECK(ring != NULL);
+	if (ring == NULL)
+		return;
+	sr_place(ring, SR_PATH_SMALL);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	sr_place(ring, SR_PATH_RING);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
+	CHECK(CPU_EQUAL(&now, &all));
+	sr_ring_close(ring);
+}
+
+int
+main(void)
+{
+	TEST_RUN(table_is_the_measured_one);
+	TEST_RUN(rank_2_of_4_moves_by_path_and_keeps_for_small_transfers);
+	TEST_RUN(world_3_large_goes_back_to_every_cpu);
+	TEST_RUN(a_world_that_fits_is_not_bound);
+	TEST_RUN(a_refused_cpu_ends_the_binding);
+	return TEST_DONE();
+}
