@@ -59,7 +59,6 @@ void cli_status(const char *fmt, ...) CLI_PRINTF(1, 2);
 void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* With -vv, says when the CPU ring's rank is bound to has changed
  * (--cpus): after each statement or size that could move it. */
-struct sr_ring;
 void cli_note_cpu(const struct sr_ring *ring);
 /*
  * A CPU list as taskset -c writes one ("0,2-3"), or "none" (n = 0), into
@@ -152,14 +151,14 @@ int cli_parse_seconds(const char *text, double *out);
 
 /* ------------------------------------------------- the ring options */
 
+/* The most CPUs --cpus may list. */
+#define CLI_CPUS_MAX 1024
+
 /*
  * The options of every command that forms a ring (run, bench).  Each
  * command's getopt_long table includes CLI_RING_LONGOPTS and hands unknown
  * option codes to cli_ring_option.
  */
-/* The most CPUs --cpus may list. */
-#define CLI_CPUS_MAX 1024
-
 struct cli_ring {
 	const char *host;	/* --host */
 	const char *advertise;	/* --advertise IP|IFNAME */

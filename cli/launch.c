@@ -425,8 +425,10 @@ cores_here(void)
 	return n > 0 ? (int)n : 1;
 }
 
-/* The CPUs this process may run on, as taskset -c lists them, into buf
- * ("" when they do not fit or the kernel does not say). */
+/* The CPUs this process may run on, as taskset -c lists them ("0-3,6"),
+ * into buf; "" when the kernel does not say or they do not fit (a list
+ * of over a hundred ranges; the ranks are then not bound, which only 3
+ * or 4 ranks on 2 CPUs would be). */
 static void
 cpus_here(char *buf, size_t size)
 {
@@ -437,16 +439,21 @@ cpus_here(char *buf, size_t size)
 	if (sched_getaffinity(0, sizeof(set), &set) != 0)
 		return;
 	for (int c = 0; c < CPU_SETSIZE; c++) {
-		int n;
+		int last = c, n;
 
 		if (!CPU_ISSET(c, &set))
 			continue;
-		n = snprintf(buf + len, size - len, "%s%d", len ? "," : "", c);
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+			last++;
+		n = last == c ? snprintf(buf + len, size - len, "%s%d",
+		    len ? "," : "", c) : snprintf(buf + len, size - len,
+		    "%s%d-%d", len ? "," : "", c, last);
 		if (n < 0 || (size_t)n >= size - len) {
 			buf[0] = '\0';
 			return;
 		}
 		len += (size_t)n;
+		c = last;
 	}
 }
 
@@ -465,7 +472,6 @@ run_here(struct launch_job *j)
 		 * (mpi_yield_when_idle); the caller's own value stands. */
 		l.shared_cores = (caller == NULL || caller[0] == '\0') &&
 		    outnumbered;
-		l.cpus[0] = '\0';
 		if ((cpus == NULL || cpus[0] == '\0') && outnumbered)
 			cpus_here(l.cpus, sizeof(l.cpus));
 		rc = launch_ranks_run(&l);

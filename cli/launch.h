@@ -76,7 +76,7 @@ struct launch {
 	/* And SILVIC_RING_CPUS=cpus (the CPUs this launch may run on, as
 	 * taskset -c lists them) under the same conditions, unless the
 	 * caller's environment sets it; "" for none. */
-	char cpus[256];
+	char cpus[1024];
 	char *list;		/* the address list, once list_len > 0 */
 	size_t list_len;
 	int published;

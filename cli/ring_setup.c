@@ -73,7 +73,7 @@ const char cli_ring_help[] =
 "      --cpus LIST|none     the CPUs of one host that all the ranks share\n"
 "                           (as taskset -c lists them, e.g. 0,1): with\n"
 "                           more ranks than CPUs each binds itself to one,\n"
-"                           by the path of each collective (3 or 4 ranks on\n"
+"                           by the path of each allreduce (3 or 4 ranks on\n"
 "                           2 CPUs; otherwise none is bound; default:\n"
 "                           $SILVIC_RING_CPUS, which launch -n sets when\n"
 "                           its ranks outnumber its CPUs, else none)\n"

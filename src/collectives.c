@@ -34,7 +34,8 @@
 #define SR_SMALL_ALWAYS 4096u
 
 /* Fails at once on a broken ring (or none); else counts the collective
- * this call starts (ring->seq, the frames' seq). */
+ * this call starts (ring->seq, the frames' seq) and runs the rank where
+ * path wants it. */
 static int
 begin_on(struct sr_ring *ring, enum sr_path path, struct sr_error *err)
 {
@@ -51,20 +52,12 @@ begin_on(struct sr_ring *ring, enum sr_path path, struct sr_error *err)
 	return 0;
 }
 
-/* A collective too small to pay for a move keeps the rank where it is. */
+/* Every collective but the allreduce keeps the rank where it is: only
+ * the allreduce's placements were measured (place.c). */
 static int
 begin(struct sr_ring *ring, struct sr_error *err)
 {
 	return begin_on(ring, SR_PATH_KEEP, err);
-}
-
-/* One that moves `bytes` a rank takes the ring's place from
- * SR_SMALL_MOVES up. */
-static int
-begin_bulk(struct sr_ring *ring, uint64_t bytes, struct sr_error *err)
-{
-	return begin_on(ring, bytes >= SR_SMALL_MOVES ? sr_place_bulk(bytes) :
-	    SR_PATH_KEEP, err);
 }
 
 static int
@@ -436,17 +429,58 @@ small_enough(uint32_t world, bool shared_cores, size_t bytes)
 	return bytes < SR_SMALL_ALWAYS || bytes < SR_SMALL_MOVES / moves;
 }
 
-/* The path an allreduce of count elements of es bytes takes, as
- * sr_allreduce decides it, for where its rank runs (place.c). */
-static enum sr_path
-allreduce_path(const struct sr_ring *ring, size_t count, size_t es)
+/* What sr_allreduce does with a call: refuse it, copy (a world of one),
+ * or run one of its paths. */
+enum allreduce_algo {
+	AR_BAD_TYPE,
+	AR_TOO_BIG,
+	AR_ONE,
+	AR_MESH,	/* recursive doubling over the mesh (group.c) */
+	AR_RING,
+	AR_PAIRS,	/* world 4's recursive doubling */
+	AR_THREE,	/* world 3's on shared cores */
+	AR_SMALL	/* the both-way exchange */
+};
+
+static enum allreduce_algo
+allreduce_algo(const struct sr_ring *ring, size_t count, size_t es,
+    enum sr_op op)
 {
-	if (ring == NULL || ring->world == 1 || es == 0 ||
-	    count > SIZE_MAX / es / ring->world ||
-	    (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es)) ||
-	    !small_enough(ring->world, ring->shared_cores, count * es))
-		return sr_place_bulk(count * es);
-	return SR_PATH_SMALL;
+	if (es == 0 || (unsigned)op >= SR_OP_COUNT)
+		return AR_BAD_TYPE;
+	if (count > SIZE_MAX / es / ring->world)
+		return AR_TOO_BIG;
+	if (ring->world == 1)
+		return AR_ONE;
+	/* Before the small path's limit, which at 8 ranks is under half of
+	 * doubling's (group.c). */
+	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
+		return AR_MESH;
+	if (!small_enough(ring->world, ring->shared_cores, count * es))
+		return AR_RING;
+	if (ring->world == 4)
+		return AR_PAIRS;
+	if (ring->world == 3 && ring->shared_cores)
+		return AR_THREE;
+	return AR_SMALL;
+}
+
+/* Where the rank of an allreduce of `bytes` by algorithm a runs
+ * (place.c): a call refused or copied does not move it. */
+static enum sr_path
+allreduce_place(enum allreduce_algo a, uint64_t bytes)
+{
+	switch (a) {
+	case AR_RING:
+		return sr_place_bulk(bytes);
+	case AR_MESH:
+	case AR_PAIRS:
+	case AR_THREE:
+	case AR_SMALL:
+		return SR_PATH_SMALL;
+	default:
+		return SR_PATH_KEEP;
+	}
 }
 
 int
@@ -454,38 +488,38 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
     enum sr_dtype dtype, enum sr_op op, struct sr_error *err)
 {
 	size_t es = sr_dtype_size(dtype);
+	enum allreduce_algo a = ring != NULL ?
+	    allreduce_algo(ring, count, es, op) : AR_BAD_TYPE;
 
-	if (begin_on(ring, allreduce_path(ring, count, es), err) != 0)
+	if (begin_on(ring, allreduce_place(a, (uint64_t)count * es), err) != 0)
 		return -1;
-	if (es == 0 || (unsigned)op >= SR_OP_COUNT) {
+	switch (a) {
+	case AR_BAD_TYPE:
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "unknown dtype %d or op %d", (int)dtype, (int)op);
 		err->rank = ring->rank;
 		return -1;
-	}
-	if (count > SIZE_MAX / es / ring->world) {
+	case AR_TOO_BIG:
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
 		    "%zu elements are more than this machine can address", count);
 		err->rank = ring->rank;
 		return -1;
-	}
-	if (ring->world == 1) {
+	case AR_ONE:
 		if (send != recv && count > 0)
 			memmove(recv, send, count * es);
 		return 0;
-	}
-	/* Before the small path's limit, which at 8 ranks is under half of
-	 * doubling's (group.c). */
-	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
+	case AR_MESH:
 		return sr_mesh_allreduce(ring, send, recv, count, dtype, op,
 		    err);
-	if (!small_enough(ring->world, ring->shared_cores, count * es))
+	case AR_RING:
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
-	if (ring->world == 4)
+	case AR_PAIRS:
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
-	if (ring->world == 3 && ring->shared_cores)
+	case AR_THREE:
 		return three_allreduce(ring, send, recv, count, dtype, op, err);
-	return small_allreduce(ring, send, recv, count, dtype, op, err);
+	default:
+		return small_allreduce(ring, send, recv, count, dtype, op, err);
+	}
 }
 
 int
@@ -513,8 +547,7 @@ int
 sr_allgather(struct sr_ring *ring, const void *send, size_t bytes, void *recv,
     struct sr_error *err)
 {
-	if (begin_bulk(ring, ring != NULL ? (uint64_t)bytes * ring->world :
-	    0, err) != 0)
+	if (begin(ring, err) != 0)
 		return -1;
 	if (bytes > SIZE_MAX / ring->world) {
 		sr_error_set(err, SR_ECONFIG, SR_PHASE_COLLECTIVE,
@@ -555,7 +588,7 @@ sr_broadcast(struct sr_ring *ring, void *buf, size_t bytes, uint32_t root,
 	struct sr_transfer x = { .sends = &s, .recvs = &v, .dtype = SR_U32 };
 	uint32_t n, last;
 
-	if (begin_bulk(ring, bytes, err) != 0)
+	if (begin(ring, err) != 0)
 		return -1;
 	n = ring->world;
 	if (root >= n) {
@@ -590,7 +623,7 @@ sr_ring_shift(struct sr_ring *ring, const void *send, void *recv, size_t bytes,
 	struct sr_transfer x = { .sends = &s, .recvs = &v, .nsends = 1,
 		.nrecvs = 1, .dtype = SR_U32 };
 
-	if (begin_bulk(ring, bytes, err) != 0)
+	if (begin(ring, err) != 0)
 		return -1;
 	if (ring->world == 1) {
 		if (recv != NULL && recv != send && bytes > 0)

@@ -19,7 +19,8 @@
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
  *
- * Nothing else was measured, so nothing else is bound.
+ * Nothing else was measured, so nothing else is bound, and only an
+ * allreduce moves a rank: every other collective leaves it where it is.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -53,8 +54,12 @@ sr_place_init(struct sr_ring *ring, const int *cpus, uint32_t ncpus)
 {
 	ring->placed = SR_PLACED_NEVER;
 	ring->ncpus = 0;
-	if (cpus == NULL || ncpus == 0 || ring->world <= ncpus)
+	if (cpus == NULL || ncpus == 0 || ring->world <= ncpus ||
+	    ncpus > CPU_SETSIZE)
 		return 0;
+	for (uint32_t i = 0; i < ncpus; i++)
+		if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+			return 0;
 	if ((ring->cpus = malloc(ncpus * sizeof(*cpus))) == NULL)
 		return -1;
 	memcpy(ring->cpus, cpus, ncpus * sizeof(*cpus));
@@ -62,10 +67,30 @@ sr_place_init(struct sr_ring *ring, const int *cpus, uint32_t ncpus)
 	return 0;
 }
 
+/* Puts the thread's own CPUs back, as before the first binding. */
+static void
+unbind(struct sr_ring *ring)
+{
+	if (ring->placed != SR_PLACED_NEVER)
+		sched_setaffinity(0, sizeof(ring->own), &ring->own);
+	ring->placed = SR_PLACED_NEVER;
+}
+
+void
+sr_place_fini(struct sr_ring *ring)
+{
+	unbind(ring);
+	free(ring->cpus);
+	ring->cpus = NULL;
+	ring->ncpus = 0;
+}
+
 /*
- * A binding the kernel refuses (a CPU outside the process's cpuset) is a
- * lost speed-up, not a failure: the rank stops binding and says so
- * through sr_ring_bound_cpu, which reads the kernel's own mask.
+ * Left to the kernel (index -1), the thread gets back the CPUs it had.
+ * A binding the kernel refuses (a CPU outside the process's cpuset) is
+ * a lost speed-up, not a failure: the rank puts its CPUs back and binds
+ * no more, and sr_ring_bound_cpu, which reads the kernel's own mask,
+ * says -1.
  */
 void
 sr_place(struct sr_ring *ring, enum sr_path path)
@@ -78,11 +103,19 @@ sr_place(struct sr_ring *ring, enum sr_path path)
 	want = sr_place_index(ring->world, ring->ncpus, ring->rank, path);
 	if (want == ring->placed)
 		return;
-	CPU_ZERO(&set);
-	for (uint32_t i = 0; i < ring->ncpus; i++)
-		if (want < 0 || (uint32_t)want == i)
-			CPU_SET(ring->cpus[i], &set);
+	if (ring->placed == SR_PLACED_NEVER &&
+	    sched_getaffinity(0, sizeof(ring->own), &ring->own) != 0) {
+		ring->ncpus = 0;
+		return;
+	}
+	if (want < 0) {
+		set = ring->own;
+	} else {
+		CPU_ZERO(&set);
+		CPU_SET(ring->cpus[want], &set);
+	}
 	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		unbind(ring);
 		ring->ncpus = 0;
 		return;
 	}
@@ -94,7 +127,7 @@ sr_ring_bound_cpu(const struct sr_ring *ring)
 {
 	cpu_set_t set;
 
-	if (ring == NULL || ring->placed == SR_PLACED_NEVER ||
+	if (ring == NULL || ring->placed < 0 ||
 	    sched_getaffinity(0, sizeof(set), &set) != 0 ||
 	    CPU_COUNT(&set) != 1)
 		return -1;

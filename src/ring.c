@@ -56,7 +56,7 @@ ring_free(struct sr_ring *ring)
 	free(ring->scratch);
 	free(ring->plan_sends);
 	free(ring->plan_recvs);
-	free(ring->cpus);
+	sr_place_fini(ring);
 	free(ring);
 }
 

@@ -5,6 +5,7 @@
 #ifndef SR_RING_H
 #define SR_RING_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,7 @@ struct sr_ring {
 	int *cpus;
 	uint32_t ncpus;
 	int placed;
+	cpu_set_t own;		/* the thread's CPUs before the first binding */
 	char congestion[SR_CONGESTION_MAX];	/* the next link's */
 	/* This rank's groups on a mesh (group.c), so that no two share an
 	 * id. */

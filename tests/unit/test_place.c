@@ -73,7 +73,7 @@ static void
 rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
 {
 	int cpus[2];
-	cpu_set_t all;
+	cpu_set_t all, now;
 	struct sr_ring *ring;
 
 	two_cpus(cpus, &all);
@@ -93,8 +93,10 @@ rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
 	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
 	sr_place(ring, SR_PATH_LARGE);
 	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
+	/* Closed, the ring gives the thread its CPUs back. */
 	sr_ring_close(ring);
-	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
+	CHECK(CPU_EQUAL(&now, &all));
 }
 
 static void
@@ -111,11 +113,11 @@ world_3_large_goes_back_to_every_cpu(void)
 		return;
 	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	/* Left to the kernel: the CPUs the thread had, not only the two. */
 	sr_place(ring, SR_PATH_LARGE);
 	CHECK(sr_ring_bound_cpu(ring) == -1);
 	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
-	CHECK(CPU_COUNT(&now) == 2 && CPU_ISSET(cpus[0], &now) &&
-	    CPU_ISSET(cpus[1], &now));
+	CHECK(CPU_EQUAL(&now, &all));
 	sr_ring_close(ring);
 	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
 }
@@ -141,6 +143,33 @@ a_world_that_fits_is_not_bound(void)
 	sr_ring_close(fits);
 	sr_ring_close(none);
 	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+}
+
+/* A CPU the kernel refuses after one it took: the thread gets its CPUs
+ * back and is bound no more. */
+static void
+a_refused_cpu_after_a_binding_puts_the_cpus_back(void)
+{
+	int cpus[2];
+	cpu_set_t all, now;
+	struct sr_ring *ring;
+
+	two_cpus(cpus, &all);
+	ring = ring_of(2, 4, cpus, 2);
+	CHECK(ring != NULL);
+	if (ring == NULL)
+		return;
+	sr_place(ring, SR_PATH_SMALL);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	ring->cpus[0] = CPU_SETSIZE - 1;	/* as a cpuset shrunk under it */
+	CHECK(!CPU_ISSET(CPU_SETSIZE - 1, &all));
+	sr_place(ring, SR_PATH_RING);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
+	CHECK(CPU_EQUAL(&now, &all));
+	sr_place(ring, SR_PATH_SMALL);	/* and binds no more */
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	sr_ring_close(ring);
 }
 
 /* A CPU the kernel refuses ends the binding; it is no error. */
@@ -176,5 +205,6 @@ main(void)
 	TEST_RUN(world_3_large_goes_back_to_every_cpu);
 	TEST_RUN(a_world_that_fits_is_not_bound);
 	TEST_RUN(a_refused_cpu_ends_the_binding);
+	TEST_RUN(a_refused_cpu_after_a_binding_puts_the_cpus_back);
 	return TEST_DONE();
 }
