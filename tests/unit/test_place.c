@@ -4,6 +4,7 @@
  * it, on a ring of no links built by hand.
  */
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -69,16 +70,36 @@ ring_of(uint32_t rank, uint32_t world, const int *cpus, uint32_t ncpus)
 	return sr_ring_new(rank, world, addresses, 7, &options, 2);
 }
 
+/* Rank of world on two CPUs this process may run on (into cpus), and
+ * the process's CPUs into all; NULL after a failed check. */
+static struct sr_ring *
+ring_on_two(uint32_t rank, uint32_t world, int cpus[2], cpu_set_t *all)
+{
+	struct sr_ring *ring;
+
+	two_cpus(cpus, all);
+	ring = ring_of(rank, world, cpus, 2);
+	CHECK(ring != NULL);
+	return ring;
+}
+
+/* Whether the thread runs on all the CPUs it had. */
+static bool
+on_all(const cpu_set_t *all)
+{
+	cpu_set_t now;
+
+	return sched_getaffinity(0, sizeof(now), &now) == 0 &&
+	    CPU_EQUAL(&now, all);
+}
+
 static void
 rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
 {
 	int cpus[2];
-	cpu_set_t all, now;
-	struct sr_ring *ring;
+	cpu_set_t all;
+	struct sr_ring *ring = ring_on_two(2, 4, cpus, &all);
 
-	two_cpus(cpus, &all);
-	ring = ring_of(2, 4, cpus, 2);
-	CHECK(ring != NULL);
 	if (ring == NULL)
 		return;
 	CHECK(sr_ring_bound_cpu(ring) == -1);	/* not before a collective */
@@ -95,20 +116,16 @@ rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
 	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
 	/* Closed, the ring gives the thread its CPUs back. */
 	sr_ring_close(ring);
-	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
-	CHECK(CPU_EQUAL(&now, &all));
+	CHECK(on_all(&all));
 }
 
 static void
 world_3_large_goes_back_to_every_cpu(void)
 {
 	int cpus[2];
-	cpu_set_t all, now;
-	struct sr_ring *ring;
+	cpu_set_t all;
+	struct sr_ring *ring = ring_on_two(1, 3, cpus, &all);
 
-	two_cpus(cpus, &all);
-	ring = ring_of(1, 3, cpus, 2);
-	CHECK(ring != NULL);
 	if (ring == NULL)
 		return;
 	sr_place(ring, SR_PATH_RING);
@@ -116,10 +133,8 @@ world_3_large_goes_back_to_every_cpu(void)
 	/* Left to the kernel: the CPUs the thread had, not only the two. */
 	sr_place(ring, SR_PATH_LARGE);
 	CHECK(sr_ring_bound_cpu(ring) == -1);
-	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
-	CHECK(CPU_EQUAL(&now, &all));
+	CHECK(on_all(&all));
 	sr_ring_close(ring);
-	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
 }
 
 /* A world that fits on its CPUs, or no CPUs given: never bound. */
@@ -151,12 +166,9 @@ static void
 a_refused_cpu_after_a_binding_puts_the_cpus_back(void)
 {
 	int cpus[2];
-	cpu_set_t all, now;
-	struct sr_ring *ring;
+	cpu_set_t all;
+	struct sr_ring *ring = ring_on_two(2, 4, cpus, &all);
 
-	two_cpus(cpus, &all);
-	ring = ring_of(2, 4, cpus, 2);
-	CHECK(ring != NULL);
 	if (ring == NULL)
 		return;
 	sr_place(ring, SR_PATH_SMALL);
@@ -165,8 +177,7 @@ a_refused_cpu_after_a_binding_puts_the_cpus_back(void)
 	CHECK(!CPU_ISSET(CPU_SETSIZE - 1, &all));
 	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == -1);
-	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
-	CHECK(CPU_EQUAL(&now, &all));
+	CHECK(on_all(&all));
 	sr_place(ring, SR_PATH_SMALL);	/* and binds no more */
 	CHECK(sr_ring_bound_cpu(ring) == -1);
 	sr_ring_close(ring);
@@ -177,7 +188,7 @@ static void
 a_refused_cpu_ends_the_binding(void)
 {
 	int cpus[2] = { CPU_SETSIZE - 1, CPU_SETSIZE - 2 };
-	cpu_set_t all, now;
+	cpu_set_t all;
 	struct sr_ring *ring;
 
 	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
@@ -192,8 +203,7 @@ a_refused_cpu_ends_the_binding(void)
 	CHECK(sr_ring_bound_cpu(ring) == -1);
 	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == -1);
-	CHECK(sched_getaffinity(0, sizeof(now), &now) == 0);
-	CHECK(CPU_EQUAL(&now, &all));
+	CHECK(on_all(&all));
 	sr_ring_close(ring);
 }
 
