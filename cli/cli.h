@@ -62,11 +62,11 @@ void cli_debug(const char *fmt, ...) CLI_PRINTF(1, 2);
 void cli_note_cpu(const struct sr_ring *ring);
 /*
  * A CPU list as taskset -c writes one ("0,2-3"), or "none" (n = 0), into
- * cpus (at most max); 0, or -1 with why (size bytes) saying what is
- * wrong with it.
+ * cpus (CLI_CPUS_MAX of them); 0, or -1 with why (size bytes) saying what
+ * is wrong with it.
  */
-int cli_parse_cpus(const char *text, int *cpus, uint32_t max, uint32_t *n,
-    char *why, size_t size);
+int cli_parse_cpus(const char *text, int *cpus, uint32_t *n, char *why,
+    size_t size);
 /*
  * Progress while a rank waits (for the address list, for its neighbours):
  * cli_progress_ms is the interval, 0 for none (cli_ring_open sets it from

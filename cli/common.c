@@ -111,8 +111,11 @@ void
 cli_note_cpu(const struct sr_ring *ring)
 {
 	static int last = -1;
-	int cpu = sr_ring_bound_cpu(ring);
+	int cpu;
 
+	if (cli_verbosity < 2)
+		return;	/* the kernel's mask is a system call */
+	cpu = sr_ring_bound_cpu(ring);
 	if (cpu == last)
 		return;
 	last = cpu;
@@ -149,9 +152,12 @@ cpu_range(const char *item, size_t len, unsigned *lo, unsigned *hi)
 	return 0;
 }
 
+/* Each CPU is listed once, so CLI_CPUS_MAX entries always hold them. */
+_Static_assert(CLI_CPUS_MAX >= CPU_SETSIZE, "CLI_CPUS_MAX < CPU_SETSIZE");
+
 int
-cli_parse_cpus(const char *text, int *cpus, uint32_t max, uint32_t *n,
-    char *why, size_t size)
+cli_parse_cpus(const char *text, int *cpus, uint32_t *n, char *why,
+    size_t size)
 {
 	cpu_set_t seen;
 
@@ -171,10 +177,6 @@ cli_parse_cpus(const char *text, int *cpus, uint32_t max, uint32_t *n,
 		for (unsigned c = lo; c <= hi; c++) {
 			if (CPU_ISSET(c, &seen)) {
 				snprintf(why, size, "CPU %u is listed twice", c);
-				return -1;
-			}
-			if (*n == max) {
-				snprintf(why, size, "more than %u CPUs", max);
 				return -1;
 			}
 			CPU_SET(c, &seen);

@@ -202,8 +202,7 @@ cli_ring_option(struct cli_ring *opts, int c, const char *arg)
 		uint32_t n;
 		char why[128];
 
-		if (cli_parse_cpus(arg, cpus, CLI_CPUS_MAX, &n, why,
-		    sizeof(why)) != 0) {
+		if (cli_parse_cpus(arg, cpus, &n, why, sizeof(why)) != 0) {
 			cli_usage_error("--cpus '%s': %s", arg, why);
 			return -1;
 		}
@@ -337,8 +336,8 @@ resolve_cpus(struct setup *s)
 		s->cpus_text = v;
 		s->cpus_source = "SILVIC_RING_CPUS";
 	}
-	if (cli_parse_cpus(s->cpus_text, s->cpus, CLI_CPUS_MAX, &s->ncpus,
-	    why, sizeof(why)) != 0)
+	if (cli_parse_cpus(s->cpus_text, s->cpus, &s->ncpus, why,
+	    sizeof(why)) != 0)
 		return sr_error_set(&s->err, SR_ECONFIG, SR_PHASE_CONFIG,
 		    "SILVIC_RING_CPUS='%s': %s", v, why);
 	if (sched_getaffinity(0, sizeof(mine), &mine) != 0)

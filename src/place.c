@@ -108,6 +108,10 @@ sr_place(struct sr_ring *ring, enum sr_path path)
 		ring->ncpus = 0;
 		return;
 	}
+	if (want < 0 && ring->placed == SR_PLACED_NEVER) {
+		ring->placed = -1;	/* it runs on its own CPUs already */
+		return;
+	}
 	if (want < 0) {
 		set = ring->own;
 	} else {

@@ -10,8 +10,8 @@ struct sr_ring;
 
 /* The path a collective takes, for where its rank should run. */
 enum sr_path {
-	SR_PATH_KEEP,	/* too small to pay for a move: where it is */
-	SR_PATH_RING,	/* the ring's steps, and any other bulk transfer */
+	SR_PATH_KEEP,	/* not an allreduce (not measured): where it is */
+	SR_PATH_RING,	/* the ring allreduce's steps */
 	SR_PATH_LARGE,	/* those of SR_PLACE_LARGE bytes and more */
 	SR_PATH_SMALL	/* a small allreduce's own path */
 };
@@ -19,7 +19,7 @@ enum sr_path {
 /* Where a bulk transfer is large: the copies, not the hops, its cost. */
 #define SR_PLACE_LARGE (8u << 20)
 
-/* The path of a bulk transfer of `bytes` a rank (not a small path). */
+/* The path of a ring allreduce of `bytes`. */
 static inline enum sr_path
 sr_place_bulk(uint64_t bytes)
 {
@@ -31,7 +31,7 @@ sr_place_bulk(uint64_t bytes)
 
 /*
  * Which of ncpus shared CPUs rank of world runs on under path: an index
- * into them, or -1 for all of them (the kernel places it).  Pure.
+ * into them, or -1 for none (the CPUs the thread had).  Pure.
  */
 int sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
     enum sr_path path);

@@ -61,7 +61,8 @@ struct sr_ring {
 	bool shared_cores;	 /* sr_ring_options.shared_cores */
 	/* The CPUs the world's ranks share (sr_ring_options.cpus; none
 	 * when the world fits on them), and the index into them this rank
-	 * is bound to: -1 all of them, SR_PLACED_NEVER not yet (place.c). */
+	 * is bound to: -1 none (its own CPUs), SR_PLACED_NEVER not yet
+	 * (place.c). */
 	int *cpus;
 	uint32_t ncpus;
 	int placed;

@@ -372,12 +372,14 @@ struct sr_ring_options {
 	 * The CPUs of one host that every rank of the world runs on
 	 * (launch -n's ranks), ncpus of them, when there are fewer than
 	 * ranks: each rank then binds itself to one of them, chosen by the
-	 * path of each collective, where that was measured to be faster
+	 * path of each allreduce, where that was measured to be faster
 	 * than leaving the ranks to the kernel (at present 3 and 4 ranks
-	 * on 2 CPUs; otherwise it stays on them all).  NULL or a world that
-	 * fits on them: no binding.  Only the thread that runs the
-	 * collectives is bound.  A CPU the kernel refuses ends the binding
-	 * (sr_ring_bound_cpu says -1); it is never an error.
+	 * on 2 CPUs; otherwise, and for every other collective, it runs on
+	 * the CPUs it had).  NULL or a world that fits on them: no binding.
+	 * Only the thread that runs the collectives is bound, and it gets
+	 * its CPUs back when the ring closes.  A CPU the kernel refuses
+	 * ends the binding (sr_ring_bound_cpu says -1); it is never an
+	 * error.
 	 */
 	const int *cpus;
 	uint32_t ncpus;

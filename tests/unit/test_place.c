@@ -128,13 +128,19 @@ world_3_large_goes_back_to_every_cpu(void)
 
 	if (ring == NULL)
 		return;
+	/* The small path first: nothing to move, then the ring's. */
+	sr_place(ring, SR_PATH_SMALL);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(on_all(&all));
 	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
 	/* Left to the kernel: the CPUs the thread had, not only the two. */
 	sr_place(ring, SR_PATH_LARGE);
 	CHECK(sr_ring_bound_cpu(ring) == -1);
 	CHECK(on_all(&all));
-	sr_ring_close(ring);
+	sr_place(ring, SR_PATH_RING);
+	sr_ring_close(ring);	/* bound, then closed: its CPUs back */
+	CHECK(on_all(&all));
 }
 
 /* A world that fits on its CPUs, or no CPUs given: never bound. */
