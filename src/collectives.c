@@ -474,6 +474,7 @@ allreduce_place(enum allreduce_algo a, uint64_t bytes)
 	case AR_RING:
 		return sr_place_bulk(bytes);
 	case AR_MESH:
+		return SR_PATH_DOUBLING;
 	case AR_PAIRS:
 	case AR_THREE:
 	case AR_SMALL:

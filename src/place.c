@@ -8,7 +8,8 @@
  * core hand a frame over with one context switch, two on different cores
  * need both to be running at once.  The ring wants every link across
  * cores (both ends of each link busy together); world 4's small path
- * (recursive doubling) wants its second partners on one core.  Measured
+ * (recursive doubling) wants its second partners on one core, world 8's
+ * doubling over the mesh its first two.  Measured
  * on 2 cores (docs/performance.md, "Ranks that share cores"), each
  * rank's core set by hand against left to the kernel:
  *
@@ -18,6 +19,8 @@
  *   world 3, small                  the kernel's (0 1 1: 8 B level)
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
+ *   world 8, doubling (8 B-32 KiB)  0 0 0 0 1 1 1 1   1.05-1.22x
+ *   world 8, ring                   the kernel's (nothing better seen)
  *
  * Nothing else was measured, so nothing else is bound, and only an
  * allreduce moves a rank: every other collective leaves it where it is.
@@ -39,14 +42,23 @@ sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
 
 	if (ncpus != 2 || rank >= world)
 		return -1;
-	if (world == 4)
-		return path == SR_PATH_SMALL ? four_small[rank] :
-		    four_ring[rank];
-	if (world == 3 && path == SR_PATH_RING)
-		return three_ring[rank];
-	/* World 3's large transfers: 0 1 1 leaves one core twice the work
-	 * of the other (32 MiB took 0.89x the kernel's time). */
-	return -1;
+	switch (path) {
+	case SR_PATH_SMALL:
+		return world == 4 ? four_small[rank] : -1;
+	case SR_PATH_RING:
+		return world == 4 ? four_ring[rank] :
+		    world == 3 ? three_ring[rank] : -1;
+	case SR_PATH_LARGE:
+		/* World 3's: 0 1 1 leaves one core twice the work of the
+		 * other (32 MiB took 0.89x the kernel's time). */
+		return world == 4 ? four_ring[rank] : -1;
+	case SR_PATH_DOUBLING:
+		/* Partners rank^1, rank^2, then rank^4: the first two hops
+		 * on one core, the last across. */
+		return world == 8 ? (int)(rank >> 2 & 1) : -1;
+	default:
+		return -1;
+	}
 }
 
 int

@@ -13,7 +13,8 @@ enum sr_path {
 	SR_PATH_KEEP,	/* not an allreduce (not measured): where it is */
 	SR_PATH_RING,	/* the ring allreduce's steps */
 	SR_PATH_LARGE,	/* those of SR_PLACE_LARGE bytes and more */
-	SR_PATH_SMALL	/* a small allreduce's own path */
+	SR_PATH_SMALL,	/* a small allreduce's own path */
+	SR_PATH_DOUBLING	/* recursive doubling or halving over a mesh */
 };
 
 /* Where a bulk transfer is large: the copies, not the hops, its cost. */

@@ -20,6 +20,8 @@ table_is_the_measured_one(void)
 {
 	static const int small4[4] = { 0, 1, 1, 0 }, ring4[4] = { 0, 1, 0, 1 };
 	static const int ring3[3] = { 0, 1, 1 };
+	static const enum sr_path paths[] = { SR_PATH_RING, SR_PATH_LARGE,
+		SR_PATH_SMALL, SR_PATH_DOUBLING };
 
 	for (uint32_t r = 0; r < 4; r++) {
 		CHECK(sr_place_index(4, 2, r, SR_PATH_SMALL) == small4[r]);
@@ -31,14 +33,30 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(3, 2, r, SR_PATH_SMALL) == -1);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_LARGE) == -1);
 	}
+	/* World 8's doubling over a mesh: by rank bit 2. */
+	for (uint32_t r = 0; r < 8; r++) {
+		CHECK(sr_place_index(8, 2, r, SR_PATH_DOUBLING) == (r >= 4));
+		CHECK(sr_place_index(8, 2, r, SR_PATH_SMALL) == -1);
+		CHECK(sr_place_index(8, 2, r, SR_PATH_RING) == -1);
+		CHECK(sr_place_index(8, 2, r, SR_PATH_LARGE) == -1);
+	}
 	/* Nothing else was measured: left to the kernel. */
 	for (uint32_t w = 2; w <= 16; w++)
 		for (uint32_t c = 1; c <= 8; c++)
-			if (!(c == 2 && (w == 3 || w == 4)))
+			for (size_t p = 0; p < sizeof(paths) / sizeof(*paths);
+			    p++)
 				for (uint32_t r = 0; r < w; r++)
 					CHECK(sr_place_index(w, c, r,
-					    SR_PATH_RING) == -1);
-	CHECK(sr_place_index(4, 2, 4, SR_PATH_RING) == -1);
+					    paths[p]) == -1 ||
+					    (c == 2 && (w == 3 || w == 4 ||
+					    (w == 8 &&
+					    paths[p] == SR_PATH_DOUBLING))));
+	for (size_t p = 0; p < sizeof(paths) / sizeof(*paths); p++) {
+		CHECK(sr_place_index(4, 2, 4, paths[p]) == -1);
+		CHECK(sr_place_index(8, 2, 8, paths[p]) == -1);
+	}
+	CHECK(sr_place_index(4, 2, 0, SR_PATH_DOUBLING) == -1);
+	CHECK(sr_place_index(3, 2, 0, SR_PATH_DOUBLING) == -1);
 	CHECK(sr_place_bulk((8u << 20) - 1) == SR_PATH_RING);
 	CHECK(sr_place_bulk(8u << 20) == SR_PATH_LARGE);
 }
