@@ -435,7 +435,7 @@ enum allreduce_algo {
 	AR_BAD_TYPE,
 	AR_TOO_BIG,
 	AR_ONE,
-	AR_MESH,	/* recursive doubling over the mesh (group.c) */
+	AR_MESH,	/* recursive doubling or halving over the mesh */
 	AR_RING,
 	AR_PAIRS,	/* world 4's recursive doubling */
 	AR_THREE,	/* world 3's on shared cores */
@@ -454,7 +454,8 @@ allreduce_algo(const struct sr_ring *ring, size_t count, size_t es,
 		return AR_ONE;
 	/* Before the small path's limit, which at 8 ranks is under half of
 	 * doubling's (group.c). */
-	if (ring->mesh && sr_mesh_doubling_pays(ring->world, count * es))
+	if (ring->mesh && (sr_mesh_doubling_pays(ring->world, count * es) ||
+	    sr_mesh_halving_pays(ring->world, count, count * es)))
 		return AR_MESH;
 	if (!small_enough(ring->world, ring->shared_cores, count * es))
 		return AR_RING;

@@ -738,6 +738,59 @@ test_different_lengths(void)
 	}
 }
 
+/* The whole mesh of 8 reduces count f64 (recursive halving, then
+ * doubling), but rank 5 odd_count. */
+static int
+halving_length_scenario(struct rank_ctx *ctx)
+{
+	const struct length_plan *plan = ctx->job->arg;
+	size_t count = ctx->rank == 5 ? plan->odd_count : plan->count;
+	double *v = calloc(plan->count + plan->odd_count, 8);
+	struct sr_error err;
+	int rc;
+
+	rc = sr_allreduce(ctx->ring, v, v, count, SR_F64, SR_SUM, &err);
+	free(v);
+	return rc == 0 ? 0 : rank_fail(ctx, &err);
+}
+
+/* Lengths whose halves match (8001 elements cut as 8000 are) and whose
+ * halves do not: every rank fails out of step with both lengths, and
+ * rank 5 is one end of them. */
+static void
+test_halving_different_lengths(void)
+{
+	static const struct length_plan plans[] = {
+		{ 8000, 8001, false }, { 8000, 12000, false },
+	};
+
+	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
+		char mine[64], theirs[64];
+		struct ranks r;
+
+		snprintf(mine, sizeof(mine), "%zu bytes (%zu f64)",
+		    plans[p].count * 8, plans[p].count);
+		snprintf(theirs, sizeof(theirs), "%zu bytes (%zu f64)",
+		    plans[p].odd_count * 8, plans[p].odd_count);
+		if (!mesh_run(&r, 8, halving_length_scenario, &plans[p]))
+			return;
+		ranks_check_clean(&r, 0xff, false);
+		CHECKF(all_failed(&r, 0xff, SR_EOUT_OF_STEP) > 0, "plan %zu: "
+		    "no rank found the failure itself", p);
+		for (uint32_t i = 0; i < 8; i++) {
+			const struct sr_error *e = &r.report[i].err;
+
+			CHECKF(contains(e->message,
+			    "reductions of different lengths") &&
+			    contains(e->message, mine) &&
+			    contains(e->message, theirs),
+			    "plan %zu: rank %u: %s", p, i, e->message);
+			CHECKF(finder(&r, i) == 5 || e->peer == 5, "plan %zu: "
+			    "rank %u: %s", p, i, e->message);
+		}
+	}
+}
+
 /*
  * Group {0,1,2} runs allreduces until one fails; the parent kills rank 2
  * once the first is through.  Rank 3, outside the group, waits in a ring
@@ -1272,6 +1325,7 @@ main(void)
 	TEST_RUN(test_wide_groups);
 	TEST_RUN(test_out_of_step);
 	TEST_RUN(test_different_lengths);
+	TEST_RUN(test_halving_different_lengths);
 	TEST_RUN(test_member_exits);
 	TEST_RUN(test_member_stops);
 	TEST_RUN(test_heartbeats_across_groups);

@@ -194,16 +194,21 @@ check_allreduces(struct rank_ctx *ctx)
 		 * n is not p, under n/2), it runs while hops x the buffer is
 		 * at most 128 KiB, before the small path's limit: counts
 		 * either side of that too. */
-		size_t p = 1, hops = 0, dlimit = limit;
+		size_t p = 1, hops = 0, dlimit = limit, hlimit = limit;
 
 		while (p <= w / 2)
 			p *= 2, hops++;
 		hops += p < w ? 2 : 0;
 		if (ctx->job->mesh && w > 4 && hops < w / 2)
 			dlimit = (128u << 10) / hops / es;
+		/* Then, on a power of two from 8, recursive halving and
+		 * doubling up to 384 KiB: its limit, and a count whose
+		 * blocks are not all alike. */
+		if (ctx->job->mesh && w >= 8 && p == w)
+			hlimit = (384u << 10) / es;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
 			4096 / es + 1, limit - 1, limit, limit + 1, dlimit,
-			dlimit + 1 };
+			dlimit + 1, hlimit - 3, hlimit, hlimit + 1 };
 		size_t ncounts = sizeof(counts) / sizeof(counts[0]);
 
 		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
@@ -499,21 +504,28 @@ test_streams_every_count(void)
 }
 
 /* On a mesh of 8, small allreduces take recursive doubling over the
- * mesh's links (group 0): every collective still exact and the same on
- * every rank, with one stream and with two. */
+ * mesh's links (group 0), mid sizes recursive halving then doubling:
+ * every collective still exact and the same on every rank, with one
+ * stream and with two (frames checked). */
 static void
 test_mesh_doubling_world_8(void)
 {
 	char what[64];
-	uint64_t hash;
+	uint64_t hash, one = 0;
 
 	for (uint32_t k = 1; k <= 2; k++) {
 		struct ranks_job job = { .world = 8, .timeout_ms = 20000,
 			.mesh = true, .scenario = collectives_scenario,
-			.deadline_ms = 60000, .streams = k };
+			.deadline_ms = 60000, .streams = k,
+			.integrity = k == 2 };
 
-		snprintf(what, sizeof(what), "mesh of 8, %u stream(s)", k);
+		snprintf(what, sizeof(what), "mesh of 8, %u stream(s)%s", k,
+		    job.integrity ? ", checked" : "");
 		every_collective(&job, what, &hash);
+		if (k == 1)
+			one = hash;
+		CHECKF(hash == one, "%s: results differ from one stream's",
+		    what);
 	}
 }
 
