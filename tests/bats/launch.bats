@@ -432,6 +432,34 @@ open_stdin() {
 	[[ "$stderr" != *"bound to"* ]]
 }
 
+@test "launch -n of 8 ranks on 2 CPUs binds a mesh's recursive doubling and halving by rank bit 2 and leaves its ring to the kernel" {
+	local two a b
+	two=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1 % len(c)])')
+	read -r a b <<<"$two"
+	[ "$a" != "$b" ] # the test needs two CPUs
+	# 8 B (doubling), 512 KiB (the ring), 128 KiB (halving).
+	printf '%s\n' 'allreduce sum i64 {rank}+1' 'expect {world}*({world}+1)/2' \
+		'allreduce sum f64 64K*({rank}+1)' 'expect 64K*{world}*({world}+1)/2' \
+		'allreduce sum f64 16K*({rank}+1)' 'expect 16K*{world}*({world}+1)/2' \
+		>"$BATS_TEST_TMPDIR/s"
+	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n 8 run -vv \
+		--mesh --script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[0-7]\] line [246]: expect = ok$' <<<"$output")" -eq 24 ]
+	moves() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to" <<<"$stderr" | sed 's/.*bound to //' | tr '\n' ','; }
+	for r in 0 1 2 3; do
+		[ "$(moves $r)" = "CPU $a,no single CPU,CPU $a," ]
+	done
+	for r in 4 5 6 7; do
+		[ "$(moves $r)" = "CPU $b,no single CPU,CPU $b," ]
+	done
+	# Without a mesh the small path is the ring's both-way exchange,
+	# which nothing measured binds.
+	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n 8 run -vv \
+		--script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[0-7]\] line [246]: expect = ok$' <<<"$output")" -eq 24 ]
+	[[ "$stderr" != *"bound to"* ]]
+}
+
 @test "launch -n says which CPUs its ranks share only when they outnumber them" {
 	local cores n list first last
 	cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
