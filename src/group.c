@@ -618,12 +618,15 @@ ring_length_error(struct sr_group *g, const struct sr_frame *frame,
  * so a member whose blocks do not match is named with both lengths.
  *
  * Measured on 2 cores, 8 ranks on a mesh (`launch -n 8 bench allreduce
- * --mesh -n 150`, alternating launches against the ring, 5 pairs, the
- * median of the pairs' ratios ring / halving): 64 KiB 2.23x, 128 KiB
- * 1.90x, 256 KiB 1.63x, 384 KiB 1.41x, 448 KiB 1.35x, 512 KiB 0.91x, 1
- * MiB 0.90x, 2 MiB 0.79x; against doubling, 24 KiB 0.89x, 32 KiB 1.13x.
- * So it runs from where doubling stops (doubling_fits) to
- * GROUP_HALVING_MAX.
+ * --mesh`, alternating launches against the ring, 5 pairs, the median
+ * of the pairs' ratios ring / halving): 64 KiB 2.23x, 128 KiB 1.90x, 256
+ * KiB 1.63x, 384 KiB 1.41x, 448 KiB 1.35x, 512 KiB 0.91x, 1 MiB 0.90x, 2
+ * MiB 0.79x; the final code, 7 pairs: 64 KiB 1.63x, 128 KiB 1.48x, 256
+ * KiB 1.36x, 384 KiB 1.10x; at 16 ranks, 5 pairs, 64 KiB to 384 KiB
+ * 1.82x, 1.96x, 1.34x, 1.21x.  Against doubling (both bound, 7 pairs)
+ * it took 1.5-1.6x the time at 24, 32 and 40 KiB.  So it runs from
+ * where doubling stops (doubling_fits) to GROUP_HALVING_MAX; larger
+ * worlds were not measured.
  */
 #define GROUP_HALVING_MAX (384u << 10)
 

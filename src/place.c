@@ -9,9 +9,10 @@
  * need both to be running at once.  The ring wants every link across
  * cores (both ends of each link busy together); world 4's small path
  * (recursive doubling) wants its second partners on one core, world 8's
- * doubling over the mesh its first two.  Measured
- * on 2 cores (docs/performance.md, "Ranks that share cores"), each
- * rank's core set by hand against left to the kernel:
+ * doubling and halving over the mesh their first two.  Measured on 2
+ * cores (docs/performance.md, "Ranks that share cores" and "World 8 on
+ * a mesh"), each rank's core set by hand or by this table against left
+ * to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
  *   world 4, small (up to 32 KiB)   0 1 1 0   1.15-1.56x
@@ -19,7 +20,8 @@
  *   world 3, small                  the kernel's (0 1 1: 8 B level)
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
- *   world 8, doubling (8 B-32 KiB)  0 0 0 0 1 1 1 1   1.05-1.22x
+ *   world 8, doubling (8 B-32 KiB)  0 0 0 0 1 1 1 1   1.05-1.36x
+ *   world 8, halving (128-256 KiB)  0 0 0 0 1 1 1 1   1.03-1.09x
  *   world 8, ring                   the kernel's (nothing better seen)
  *
  * Nothing else was measured, so nothing else is bound, and only an

@@ -72,8 +72,8 @@ struct sr_ring {
 	 * id. */
 	struct sr_group *groups;
 	/* The whole ring as a group of its mesh (id 0, the ring's own
-	 * count), for its small allreduces (sr_mesh_allreduce); made on
-	 * first use. */
+	 * count), for its small and mid-size allreduces
+	 * (sr_mesh_allreduce); made on first use. */
 	struct sr_group *whole;
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # --mesh: every pair of ranks linked.  Scripts give the ring's exact
-# results on it, with a key and frame checks too; a rank of a plain ring
+# results on it, with a key and frame checks too, and recursive halving
+# at 16 ranks is exact for every type and op; a rank of a plain ring
 # among mesh ranks is refused at the handshake, saying what differs; a
 # rank that never comes is named by every other at the timeout.  Real
 # binaries on loopback, ports from the kernel or held, every wait with a
@@ -49,6 +50,22 @@ script() {
 		--script "$BATS_TEST_TMPDIR/s"
 	[ "$(grep -c '^line 2: expect = ok$' <<<"$output")" -eq 16 ]
 	[ "$(grep -c '^line 7: expect = ok$' <<<"$output")" -eq 16 ]
+}
+
+@test "a mesh of 16 ranks reduces mid sizes by recursive halving, exact for every type and op, in place and out" {
+	# 5007 f64 to 40056 f64: past doubling's 32 KiB at 16 ranks, within
+	# halving's 384 KiB, in four hops of blocks the 16 ranks do not
+	# divide evenly.
+	run -0 --separate-stderr "$SR" launch -n 16 bench allreduce --mesh \
+		-d all -o all -b 40056 -e 320448 -f 2 -n 2 -w 1 --timeout 60
+	rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +(f64|f32|i64|i32) ' <<<"$output")
+	[ "$rows" -eq 64 ] # 4 sizes x 4 types x 4 ops
+	# No element wrong, out of place or in place.
+	wrong=$(grep -E '^ +[0-9]+ +[0-9]+ +(f64|f32|i64|i32) ' <<<"$output" |
+		awk '$10 != 0 || $14 != 0' | wc -l)
+	[ "$wrong" -eq 0 ]
+	[ "$(grep -c '^# check: passed' <<<"$output")" -ge 1 ]
+	[[ "$output" != *"check: failed"* ]]
 }
 
 @test "a rank of a plain ring among mesh ranks is refused at the handshake, exit 4, saying which kind each forms" {
