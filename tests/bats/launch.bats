@@ -405,16 +405,27 @@ open_stdin() {
 	[[ "$stderr" == *"[0] silvic-ring: rank 0: SILVIC_RING_SHARED_CORES='maybe' is not yes or no"* ]]
 }
 
-@test "launch -n of 4 ranks on 2 CPUs binds each rank by its collective's path, and the results stay exact" {
-	local two a b
-	# Two CPUs this process may run on, as taskset lists them.
+# Sets a and b to two CPUs this process may run on, as taskset lists
+# them; fails without two.
+two_cpus() {
+	local two
 	two=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1 % len(c)])')
 	read -r a b <<<"$two"
-	[ "$a" != "$b" ] # the test needs two CPUs
+	[ "$a" != "$b" ]
+}
+
+# A script of three allreduces, each checked: 8 B, 512 KiB (64K f64,
+# the ring's), then the two statements given.
+placement_script() {
 	printf '%s\n' 'allreduce sum i64 {rank}+1' 'expect {world}*({world}+1)/2' \
 		'allreduce sum f64 64K*({rank}+1)' 'expect 64K*{world}*({world}+1)/2' \
-		'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2' \
-		>"$BATS_TEST_TMPDIR/s"
+		"$@" >"$BATS_TEST_TMPDIR/s"
+}
+
+@test "launch -n of 4 ranks on 2 CPUs binds each rank by its collective's path, and the results stay exact" {
+	local a b
+	two_cpus
+	placement_script 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2'
 	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
 		--script "$BATS_TEST_TMPDIR/s" </dev/null
 	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
@@ -433,15 +444,11 @@ open_stdin() {
 }
 
 @test "launch -n of 8 ranks on 2 CPUs binds a mesh's recursive doubling and halving by rank bit 2 and leaves its ring to the kernel" {
-	local two a b
-	two=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1 % len(c)])')
-	read -r a b <<<"$two"
-	[ "$a" != "$b" ] # the test needs two CPUs
+	local a b
+	two_cpus
 	# 8 B (doubling), 512 KiB (the ring), 128 KiB (halving).
-	printf '%s\n' 'allreduce sum i64 {rank}+1' 'expect {world}*({world}+1)/2' \
-		'allreduce sum f64 64K*({rank}+1)' 'expect 64K*{world}*({world}+1)/2' \
-		'allreduce sum f64 16K*({rank}+1)' 'expect 16K*{world}*({world}+1)/2' \
-		>"$BATS_TEST_TMPDIR/s"
+	placement_script 'allreduce sum f64 16K*({rank}+1)' \
+		'expect 16K*{world}*({world}+1)/2'
 	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n 8 run -vv \
 		--mesh --script "$BATS_TEST_TMPDIR/s" </dev/null
 	[ "$(grep -c '^\[[0-7]\] line [246]: expect = ok$' <<<"$output")" -eq 24 ]

@@ -55,8 +55,13 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(4, 2, 4, paths[p]) == -1);
 		CHECK(sr_place_index(8, 2, 8, paths[p]) == -1);
 	}
-	CHECK(sr_place_index(4, 2, 0, SR_PATH_DOUBLING) == -1);
-	CHECK(sr_place_index(3, 2, 0, SR_PATH_DOUBLING) == -1);
+	/* Worlds 3 and 4 have no doubling over a mesh; KEEP binds no one. */
+	for (uint32_t w = 3; w <= 4; w++)
+		for (uint32_t r = 0; r < w; r++)
+			CHECK(sr_place_index(w, 2, r, SR_PATH_DOUBLING) == -1);
+	for (uint32_t w = 2; w <= 16; w++)
+		for (uint32_t r = 0; r < w; r++)
+			CHECK(sr_place_index(w, 2, r, SR_PATH_KEEP) == -1);
 	CHECK(sr_place_bulk((8u << 20) - 1) == SR_PATH_RING);
 	CHECK(sr_place_bulk(8u << 20) == SR_PATH_LARGE);
 }
