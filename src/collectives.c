@@ -454,8 +454,8 @@ allreduce_algo(const struct sr_ring *ring, size_t count, size_t es,
 		return AR_ONE;
 	/* Before the small path's limit, which at 8 ranks is under half of
 	 * doubling's (group.c). */
-	if (ring->mesh && (sr_mesh_doubling_pays(ring->world, count * es) ||
-	    sr_mesh_halving_pays(ring->world, count, count * es)))
+	if (ring->mesh &&
+	    sr_mesh_allreduce_pays(ring->world, count, count * es))
 		return AR_MESH;
 	if (!small_enough(ring->world, ring->shared_cores, count * es))
 		return AR_RING;

@@ -545,8 +545,8 @@ doubling_reduce(struct sr_group *g, struct sr_frame frame,
  * medians; the ring -> doubling), 24 KiB 393 -> 246 us, 32 KiB 406 ->
  * 334, 40 KiB 447 -> 344.
  */
-bool
-sr_mesh_doubling_pays(uint32_t world, size_t bytes)
+static bool
+mesh_doubling_pays(uint32_t world, size_t bytes)
 {
 	uint32_t p;
 
@@ -604,6 +604,25 @@ ring_length_error(struct sr_group *g, const struct sr_frame *frame,
 	return fail_ring(g, err);
 }
 
+/* Runs x, whose receive 0 is the partner's count (into theirs) from
+ * link: a count other than this member's is failed as such, named with
+ * both lengths, unless the run failed for another reason first. */
+static int
+run_counted(struct sr_group *g, struct sr_transfer *x,
+    const struct sr_frame *length, uint32_t link, size_t count,
+    const uint8_t *theirs, enum sr_dtype dtype, struct sr_error *err)
+{
+	int rc;
+
+	list_links(g, x);
+	rc = sr_engine_run(g->ring->engine, x, err);
+	if (x->recvs[0].complete && sr_get_u64le(theirs) != count &&
+	    (rc == 0 || err->origin < 0))
+		return ring_length_error(g, length, link, count,
+		    sr_get_u64le(theirs), dtype, err);
+	return rc == 0 ? 0 : fail_ring(g, err);
+}
+
 /*
  * Recursive halving, then doubling (Rabenseifner's allreduce), on a
  * power of two n of members, v this one: halving hop h (h = 0, 1, ...)
@@ -630,8 +649,8 @@ ring_length_error(struct sr_group *g, const struct sr_frame *frame,
  */
 #define GROUP_HALVING_MAX (384u << 10)
 
-bool
-sr_mesh_halving_pays(uint32_t world, size_t count, size_t bytes)
+static bool
+mesh_halving_pays(uint32_t world, size_t count, size_t bytes)
 {
 	return world >= 8 && (world & (world - 1)) == 0 && count >= world &&
 	    !doubling_fits(world, bytes) && bytes <= GROUP_HALVING_MAX;
@@ -644,52 +663,55 @@ block_at(size_t count, size_t es, uint32_t n, uint32_t b)
 	return (size_t)((uint64_t)count * b / n) * es;
 }
 
-/* Halving hop h: fold the half [klo, khi) of the blocks from src with the
- * partner's, into dst; send it the other half [glo, ghi). */
+/* Where a member is in halving: its input (or the last hop's result) in
+ * src, the blocks [lo, hi) it still reduces, its next result into dst. */
 struct halving {
 	const uint8_t *src;
 	uint8_t *dst;
-	uint32_t klo, khi, glo, ghi;
+	uint32_t lo, hi;
 };
 
+/* Halving hop h with member v ^ 2^h: keep one half of [lo, hi) (the
+ * lower where bit h of v is 0), folded with the partner's copy into
+ * dst, send it the other half; hv's range becomes the kept half. */
 static int
-halving_hop(struct sr_group *g, struct sr_frame frame, uint32_t partner,
-    const struct halving *hv, size_t count, bool theirs_first,
-    struct sr_error *err)
+halving_hop(struct sr_group *g, struct sr_frame frame, uint32_t h,
+    struct halving *hv, size_t count, struct sr_error *err)
 {
-	size_t es = sr_dtype_size((enum sr_dtype)frame.dtype);
-	size_t ko = block_at(count, es, g->n, hv->klo);
-	size_t go = block_at(count, es, g->n, hv->glo);
+	enum sr_dtype dtype = (enum sr_dtype)frame.dtype;
+	size_t es = sr_dtype_size(dtype);
+	uint32_t n = g->n, mid = hv->lo + (hv->hi - hv->lo) / 2;
+	uint32_t link = g->ranks[g->index ^ (1u << h)];
+	bool low = (g->index >> h & 1) == 0;
+	uint32_t klo = low ? hv->lo : mid, khi = low ? mid : hv->hi;
+	uint32_t glo = low ? mid : hv->lo, ghi = low ? hv->hi : mid;
+	size_t ko = block_at(count, es, n, klo);
+	size_t go = block_at(count, es, n, glo);
 	struct sr_frame length = frame;
 	uint8_t mine[8], theirs[8];
 	struct sr_transfer x;
-	uint32_t link = g->ranks[partner];
-	int got, rc;
+	int got;
 
 	if (plan(g, 2, &x) != 0)
 		return nomem(g, err);
 	x.next_step = frame.step + 2;
-	x.dtype = (enum sr_dtype)frame.dtype;
+	x.dtype = dtype;
 	x.op = (enum sr_op)frame.op;
 	sr_put_u64le(mine, count);
 	add_send(&x, link, mine, 8, length, -1);
 	add_recv(&x, link, theirs, 8, length);
 	frame.step++;
-	add_send(&x, link, hv->src + go,
-	    block_at(count, es, g->n, hv->ghi) - go, frame, -1);
-	got = add_recv(&x, link, hv->dst + ko,
-	    block_at(count, es, g->n, hv->khi) - ko, frame);
+	add_send(&x, link, hv->src + go, block_at(count, es, n, ghi) - go,
+	    frame, -1);
+	got = add_recv(&x, link, hv->dst + ko, block_at(count, es, n, khi) - ko,
+	    frame);
 	x.recvs[got].reduce = true;
-	x.recvs[got].swap = theirs_first;
+	x.recvs[got].swap = !low;	/* the lower member's first */
 	x.recvs[got].straight = true;	/* only this member folds it */
 	x.recvs[got].local = hv->src + ko;
-	list_links(g, &x);
-	rc = sr_engine_run(g->ring->engine, &x, err);
-	if (x.recvs[0].complete && sr_get_u64le(theirs) != count &&
-	    (rc == 0 || err->origin < 0))
-		return ring_length_error(g, &length, link, count,
-		    sr_get_u64le(theirs), (enum sr_dtype)frame.dtype, err);
-	return rc == 0 ? 0 : fail_ring(g, err);
+	hv->lo = klo;
+	hv->hi = khi;
+	return run_counted(g, &x, &length, link, count, theirs, dtype, err);
 }
 
 static int
@@ -698,45 +720,40 @@ halving_reduce(struct sr_group *g, struct sr_frame frame,
     enum sr_op op, struct sr_error *err)
 {
 	size_t es = sr_dtype_size(dtype), bytes = count * es;
-	uint32_t n = g->n, v = g->index, hops = 0, lo = 0, hi = n;
+	uint32_t n = g->n, v = g->index, hops = 0;
 	uint32_t los[32], his[32];
 	uint8_t *scratch;
-	struct halving hv = { .src = send };
+	struct halving hv = { .src = send, .lo = 0, .hi = n };
 	struct sr_transfer x;
+	bool copy;
 
 	while ((1u << hops) < n)
 		hops++;
 	/* Hops alternate between recv and scratch, the last into recv; in
 	 * place, the first must not fold into the input it reads. */
-	if ((scratch = sr_ring_scratch(g->ring, 2 * bytes)) == NULL)
+	copy = send == recv && hops % 2 == 1;
+	if ((scratch = sr_ring_scratch(g->ring, copy ? 2 * bytes : bytes)) ==
+	    NULL)
 		return nomem(g, err);
-	if (send == recv && hops % 2 == 1) {
+	if (copy) {
 		memcpy(scratch + bytes, send, bytes);
 		hv.src = scratch + bytes;
 	}
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
 	for (uint32_t h = 0; h < hops; h++) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		bool low = (v >> h & 1) == 0;
-
 		hv.dst = (hops - 1 - h) % 2 == 0 ? recv : scratch;
-		hv.klo = low ? lo : mid;
-		hv.khi = low ? mid : hi;
-		hv.glo = low ? mid : lo;
-		hv.ghi = low ? hi : mid;
+		los[h] = hv.lo;
+		his[h] = hv.hi;
 		frame.step = STEP_HALVING + 2 * h;
-		if (halving_hop(g, frame, v ^ (1u << h), &hv, count, !low,
-		    err) != 0)
+		if (halving_hop(g, frame, h, &hv, count, err) != 0)
 			return -1;
-		los[h] = lo;
-		his[h] = hi;
-		lo = hv.klo;
-		hi = hv.khi;
 		hv.src = hv.dst;
 	}
-	/* Back up: hop k joins this member's blocks and its partner's. */
+	/* Back up: hop k joins this member's blocks and its partner's, the
+	 * rest of what both held before halving hop k. */
 	for (uint32_t k = hops; k-- > 0;) {
+		uint32_t lo = hv.lo, hi = hv.hi;
 		uint32_t plo = lo == los[k] ? hi : los[k];
 		uint32_t phi = lo == los[k] ? his[k] : lo;
 		size_t mo = block_at(count, es, n, lo);
@@ -753,8 +770,8 @@ halving_reduce(struct sr_group *g, struct sr_frame frame,
 		    block_at(count, es, n, phi) - po, frame);
 		if (run(g, &x, err) != 0)
 			return -1;
-		lo = los[k];
-		hi = his[k];
+		hv.lo = los[k];
+		hv.hi = his[k];
 	}
 	return 0;
 }
@@ -776,11 +793,17 @@ sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	}
 	/* The ring's own count: its frames are the ring's (group 0). */
 	g->seq = ring->seq;
-	if (sr_mesh_halving_pays(ring->world, count,
-	    count * sr_dtype_size(dtype)))
+	if (mesh_halving_pays(ring->world, count, count * sr_dtype_size(dtype)))
 		return halving_reduce(g, frame, send, recv, count, dtype, op,
 		    err);
 	return doubling_reduce(g, frame, send, recv, count, dtype, op, err);
+}
+
+bool
+sr_mesh_allreduce_pays(uint32_t world, size_t count, size_t bytes)
+{
+	return mesh_doubling_pays(world, bytes) ||
+	    mesh_halving_pays(world, count, bytes);
 }
 
 /*
@@ -802,7 +825,6 @@ ring_reduce(struct sr_group *g, struct sr_frame frame, const uint8_t *send,
 	uint8_t mine[8], theirs[8];
 	struct sr_transfer x;
 	struct sr_frame length = frame;
-	int rc;
 
 	if (plan(g, 1 + 2 * (g->n - 1), &x) != 0)
 		return nomem(g, err);
@@ -814,13 +836,7 @@ ring_reduce(struct sr_group *g, struct sr_frame frame, const uint8_t *send,
 	sr_plan_step(&x, &d, length, mine, 8, false, theirs, 8, NULL);
 	frame.step = STEP_RING + 1;
 	sr_plan_allreduce(&x, &d, frame, send, recv, count, es, g->n);
-	list_links(g, &x);
-	rc = sr_engine_run(g->ring->engine, &x, err);
-	if (x.recvs[0].complete && sr_get_u64le(theirs) != count &&
-	    (rc == 0 || err->origin < 0))
-		return ring_length_error(g, &length, d.from, count,
-		    sr_get_u64le(theirs), dtype, err);
-	return rc == 0 ? 0 : fail_ring(g, err);
+	return run_counted(g, &x, &length, d.from, count, theirs, dtype, err);
 }
 
 int

@@ -102,15 +102,13 @@ void sr_ring_set_neighbours(struct sr_ring *ring, uint32_t next,
 void sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd,
     uint32_t peer, const char *congestion);
 /*
- * group.c: on a mesh, whether an allreduce of `bytes` at `world` ranks
- * takes recursive doubling over the mesh's links, fewer hops than the
- * ring's small path, or (count elements) recursive halving then
- * doubling, fewer than the ring's; and that allreduce, a ring collective
- * (group 0, the ring's seq, already counted), failing the ring on
- * failure.
+ * group.c: on a mesh, whether an allreduce of count elements, `bytes`,
+ * at `world` ranks takes the mesh's links (recursive doubling, fewer
+ * hops than the ring's small path, or recursive halving then doubling,
+ * fewer than the ring's); and that allreduce, a ring collective (group
+ * 0, the ring's seq, already counted), failing the ring on failure.
  */
-bool sr_mesh_doubling_pays(uint32_t world, size_t bytes);
-bool sr_mesh_halving_pays(uint32_t world, size_t count, size_t bytes);
+bool sr_mesh_allreduce_pays(uint32_t world, size_t count, size_t bytes);
 int sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send,
     uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
     struct sr_error *err);

@@ -694,6 +694,43 @@ length_scenario(struct rank_ctx *ctx)
 	return rc == 0 ? 0 : rank_fail(ctx, &err);
 }
 
+/* After plan p ran on world ranks, odd the one of the other length:
+ * every rank failed out of step (one found it itself) with both
+ * lengths in its message, and odd is one end of them. */
+static void
+lengths_named(struct ranks *r, uint32_t world, uint32_t odd,
+    const struct length_plan *plan, size_t p)
+{
+	uint32_t all = (1u << world) - 1;
+	char mine[64], theirs[64];
+
+	if (plan->gather) {
+		snprintf(mine, sizeof(mine), "%zu bytes on", plan->count * 8);
+		snprintf(theirs, sizeof(theirs), "%zu bytes on",
+		    plan->odd_count * 8);
+	} else {
+		snprintf(mine, sizeof(mine), "%zu bytes (%zu f64)",
+		    plan->count * 8, plan->count);
+		snprintf(theirs, sizeof(theirs), "%zu bytes (%zu f64)",
+		    plan->odd_count * 8, plan->odd_count);
+	}
+	ranks_check_clean(r, all, false);
+	CHECKF(all_failed(r, all, SR_EOUT_OF_STEP) > 0, "plan %zu: no rank "
+	    "found the failure itself", p);
+	for (uint32_t i = 0; i < world; i++) {
+		const struct sr_error *e = &r->report[i].err;
+
+		CHECKF(contains(e->message, plan->gather ?
+		    "contributions of different lengths" :
+		    "reductions of different lengths") &&
+		    contains(e->message, mine) && contains(e->message, theirs),
+		    "plan %zu: rank %u: %s", p, i, e->message);
+		CHECKF(finder(r, i) == odd || e->peer == odd, "plan %zu: "
+		    "rank %u: %s", p, i, e->message);
+	}
+}
+
+/* Every rank, rank 0 too (from the abort), has both lengths. */
 static void
 test_different_lengths(void)
 {
@@ -702,39 +739,11 @@ test_different_lengths(void)
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
-		char mine[64], theirs[64];
 		struct ranks r;
 
-		if (plans[p].gather) {
-			snprintf(mine, sizeof(mine), "%zu bytes on",
-			    plans[p].count * 8);
-			snprintf(theirs, sizeof(theirs), "%zu bytes on",
-			    plans[p].odd_count * 8);
-		} else {
-			snprintf(mine, sizeof(mine), "%zu bytes (%zu f64)",
-			    plans[p].count * 8, plans[p].count);
-			snprintf(theirs, sizeof(theirs), "%zu bytes (%zu f64)",
-			    plans[p].odd_count * 8, plans[p].odd_count);
-		}
 		if (!mesh_run(&r, 4, length_scenario, &plans[p]))
 			return;
-		ranks_check_clean(&r, 0xf, false);
-		CHECKF(all_failed(&r, 0xf, SR_EOUT_OF_STEP) > 0, "plan %zu: "
-		    "no rank found the failure itself", p);
-		for (uint32_t i = 0; i < 4; i++) {
-			const struct sr_error *e = &r.report[i].err;
-
-			/* Every rank, rank 0 too (from the abort), has both
-			 * lengths, and 3 is one end of them. */
-			CHECKF(contains(e->message, plans[p].gather ?
-			    "contributions of different lengths" :
-			    "reductions of different lengths") &&
-			    contains(e->message, mine) &&
-			    contains(e->message, theirs),
-			    "plan %zu: rank %u: %s", p, i, e->message);
-			CHECKF(finder(&r, i) == 3 || e->peer == 3, "plan %zu: "
-			    "rank %u: %s", p, i, e->message);
-		}
+		lengths_named(&r, 4, 3, &plans[p], p);
 	}
 }
 
@@ -765,29 +774,11 @@ test_halving_different_lengths(void)
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
-		char mine[64], theirs[64];
 		struct ranks r;
 
-		snprintf(mine, sizeof(mine), "%zu bytes (%zu f64)",
-		    plans[p].count * 8, plans[p].count);
-		snprintf(theirs, sizeof(theirs), "%zu bytes (%zu f64)",
-		    plans[p].odd_count * 8, plans[p].odd_count);
 		if (!mesh_run(&r, 8, halving_length_scenario, &plans[p]))
 			return;
-		ranks_check_clean(&r, 0xff, false);
-		CHECKF(all_failed(&r, 0xff, SR_EOUT_OF_STEP) > 0, "plan %zu: "
-		    "no rank found the failure itself", p);
-		for (uint32_t i = 0; i < 8; i++) {
-			const struct sr_error *e = &r.report[i].err;
-
-			CHECKF(contains(e->message,
-			    "reductions of different lengths") &&
-			    contains(e->message, mine) &&
-			    contains(e->message, theirs),
-			    "plan %zu: rank %u: %s", p, i, e->message);
-			CHECKF(finder(&r, i) == 5 || e->peer == 5, "plan %zu: "
-			    "rank %u: %s", p, i, e->message);
-		}
+		lengths_named(&r, 8, 5, &plans[p], p);
 	}
 }
 
