@@ -688,7 +688,14 @@ start_conn(struct run *r, uint32_t k, int64_t now, struct sr_error *err)
 	if (st->segment == NULL && (st->segment = malloc(SR_SEGMENT)) == NULL)
 		return sr_error_set(err, SR_ENOMEM, SR_PHASE_COLLECTIVE,
 		    "out of memory");
-	sr_link_readable(l);
+	/* What the transfer moves is read at once; a link it only watches
+	 * and last found dry waits for poll to say otherwise, which the
+	 * first wait asks before it sleeps.  A recv on each watched link at
+	 * each transfer cost a mesh's small collectives a syscall a link a
+	 * hop: at 8 ranks, 30 recvs a barrier and allreduce against 22
+	 * (strace -c), and 1.06x the time (11 pairs alternating, 8 B). */
+	if (c->send >= 0 || c->recv >= 0)
+		sr_link_readable(l);
 	/*
 	 * A link a group's transfer only watches (a ring neighbour's)
 	 * keeps its send clock: across a run of short group collectives it

@@ -9,7 +9,8 @@
  * need both to be running at once.  The ring wants every link across
  * cores (both ends of each link busy together); world 4's small path
  * (recursive doubling) wants its second partners on one core, world 8's
- * doubling and halving over the mesh their first two.  Measured on 2
+ * doubling and halving over the mesh their first two, and its blocks
+ * (shared cores) each block on one core.  Measured on 2
  * cores (docs/performance.md, "Ranks that share cores" and "World 8 on
  * a mesh"), each rank's core set by hand or by this table against left
  * to the kernel:
@@ -22,6 +23,10 @@
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
  *   world 8, doubling (8 B-32 KiB)  0 0 0 0 1 1 1 1   1.05-1.36x
  *   world 8, halving (128-256 KiB)  0 0 0 0 1 1 1 1   1.03-1.09x
+ *   world 8, by blocks (shared      0 0 0 0 1 1 1 1   the kernel's:
+ *     cores, 8 B-256 KiB; group.c)                    level; bound:
+ *                                                     1.27-1.77x the
+ *                                                     paths above
  *   world 8, ring                   the kernel's (nothing better seen)
  *
  * Nothing else was measured, so nothing else is bound, and only an

@@ -14,7 +14,7 @@ enum sr_path {
 	SR_PATH_RING,	/* the ring allreduce's steps */
 	SR_PATH_LARGE,	/* those of SR_PLACE_LARGE bytes and more */
 	SR_PATH_SMALL,	/* a small allreduce's own path */
-	SR_PATH_DOUBLING	/* recursive doubling or halving over a mesh */
+	SR_PATH_DOUBLING	/* over a mesh: doubling, halving or blocks */
 };
 
 /* Where a bulk transfer is large: the copies, not the hops, its cost. */

@@ -112,6 +112,9 @@ bool sr_mesh_allreduce_pays(uint32_t world, size_t count, size_t bytes);
 int sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send,
     uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
     struct sr_error *err);
+/* A barrier over the mesh's links (an allreduce of nothing by recursive
+ * doubling), where sr_mesh_allreduce_pays(world, 0, 0). */
+int sr_mesh_barrier(struct sr_ring *ring, struct sr_error *err);
 
 /* The failure of a broken ring copied into err (code kept). */
 int sr_ring_fail_again(struct sr_ring *ring, struct sr_error *err);

@@ -69,6 +69,34 @@ four_ranks() {
 	no_process_left
 }
 
+@test "SIGKILL of rank 1 of 8 on a shared-core mesh, small allreduces by blocks: the others exit 5, naming rank 1" {
+	# Ranks 0-2 send their inputs to rank 3, which gives them the result:
+	# rank 3 hears rank 1 go, the others hear it from rank 3 or rank 1's
+	# ring neighbours (0 and 2).
+	allreduce_loop "$BATS_TEST_TMPDIR/s" 20000 1
+	local r
+	for r in 0 1 2 3 4 5 6 7; do
+		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" \
+			--mesh --shared-cores --timeout 60 --host 127.0.0.1 \
+			--address-file "$BATS_TEST_TMPDIR/addr.$r"
+	done
+	publish_ranks "$BATS_TEST_TMPDIR/peers" 8
+	wait_ranks_line '^line 1:' 60 0 1 2 3 4 5 6 7
+	t0=$(now_ns)
+	kill -9 "${RANK_PIDS[1]}"
+	for r in 0 2 3 4 5 6 7; do
+		wait_exit_ms "${RANK_PIDS[$r]}" 40 "$t0"
+		echo "# rank $r: status $WAIT_STATUS after ${WAIT_MS}ms: $(tail -n 1 "$(err $r)")" >&3
+		[ "$WAIT_STATUS" -eq 5 ]
+		[ "$WAIT_MS" -le 30000 ]
+		grep -q 'rank 1\b' "$(err $r)"
+	done
+	# Its block's leader waits for its input: it names it with its address.
+	grep -q "rank 1 (127.0.0.1:[0-9]*)" "$(err 3)"
+	wait_exit "${RANK_PIDS[1]}" 5
+	no_process_left
+}
+
 # ------------------------------------------------------------ 2. SIGSTOP
 
 @test "SIGSTOP of a rank: the others exit 5 after 3s of silence, not before" {

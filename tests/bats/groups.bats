@@ -6,6 +6,9 @@
 # any network activity; bench --group measuring a group (rank 0 printing
 # its rows whether or not it is a member, busbw for the group's size), a
 # wrong element on a member failing every rank, and its usage errors.
+# The whole ring of 8 on a mesh too: a barrier against an allreduce, a
+# member of another length by blocks (shared cores), and ranks that
+# disagree on shared cores, all out of step with the rank named.
 # Speeds are never asserted.
 
 bats_require_minimum_version 1.5.0
@@ -31,9 +34,9 @@ sr_launch() {
 
 show() {
 	echo "--- stdout" >&2
-	cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR"/rank*.out >&2 2>/dev/null
+	cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR"/rank*.out >&2 2>/dev/null || true
 	echo "--- stderr" >&2
-	cat "$BATS_TEST_TMPDIR/err" "$BATS_TEST_TMPDIR"/rank*.err >&2 2>/dev/null
+	cat "$BATS_TEST_TMPDIR/err" "$BATS_TEST_TMPDIR"/rank*.err >&2 2>/dev/null || true
 }
 
 # by_hand N: ranks 0 to N-1 of a mesh, each running its own script
@@ -42,7 +45,8 @@ show() {
 by_hand() {
 	local n=$1 list=$BATS_TEST_TMPDIR/peers r pids=()
 	for ((r = 0; r < n; r++)); do
-		timeout 60 "$SR" run --mesh --script "$BATS_TEST_TMPDIR/script.$r" \
+		SILVIC_RING_SHARED_CORES=${SHARED_OF[r]:-${SILVIC_RING_SHARED_CORES:-}} \
+			timeout 60 "$SR" run --mesh --script "$BATS_TEST_TMPDIR/script.$r" \
 			--peers "$list" --rank "$r" --timeout 20 --host 127.0.0.1 \
 			--address-file "$BATS_TEST_TMPDIR/addr.$r" \
 			>"$BATS_TEST_TMPDIR/rank$r.out" 2>"$BATS_TEST_TMPDIR/rank$r.err" 3>&- &
@@ -251,4 +255,69 @@ PY
 	sr_launch 2 bench --mesh --group 0,5 -e 64 "${QUICK[@]}"
 	[ "$LAUNCH_STATUS" -eq 2 ] || { show; false; }
 	grep -q "bench: --group: rank 5 is out of range for a world of 2" "$BATS_TEST_TMPDIR/err"
+}
+
+@test "on a mesh of 8, a rank in an allreduce where the others are in a barrier: every rank out of step, rank 3 named" {
+	# 8 ranks on a mesh take recursive doubling for the barrier; rank 3
+	# and its first partner, rank 2, disagree at their first frame.
+	local r e line
+	for r in 0 1 2 3 4 5 6 7; do
+		printf 'barrier\nbarrier\n' >"$BATS_TEST_TMPDIR/script.$r"
+	done
+	printf 'barrier\nallreduce sum i64 1\n' >"$BATS_TEST_TMPDIR/script.3"
+	by_hand 8
+	for r in 0 1 2 3 4 5 6 7; do
+		e=$BATS_TEST_TMPDIR/rank$r.err
+		[ "${STATUS[r]}" -eq 5 ] || { echo "rank $r exited ${STATUS[r]}" >&2; show; false; }
+		# Ranks 2 and 3 fail at line 2; a rank still in the first
+		# barrier when the abort comes fails there.
+		line='[12]'
+		[ "$r" -ne 2 ] && [ "$r" -ne 3 ] || line=2
+		grep -Eq "^silvic-ring: rank $r: .*script\.$r:$line: (rank [23] reported: )?out of step: " "$e" || { show; false; }
+		grep -Eq "barrier step [0-9]+ seq 2 of 0 bytes" "$e" || { show; false; }
+		grep -Eq "allreduce sum i64 step [0-9]+ seq 2 of 8 bytes" "$e" || { show; false; }
+		# Rank 3 named: by rank 2 as the sender, or reporting rank 2.
+		grep -Eq "rank 2 reported: .*from rank 3 \(127\.0\.0\.1:[0-9]+\)|rank 3 reported: .*from rank 2 \(127\.0\.0\.1:[0-9]+\)|^silvic-ring: rank [23]: [^ ]+ out of step: .*from rank [23] \(" "$e" ||
+			{ show; false; }
+	done
+}
+
+
+@test "on a mesh of 8 on shared cores, a member of another length is named with both lengths by its block's leader, on every rank" {
+	# 8 ranks on shared cores reduce small inputs by blocks: ranks 0-2
+	# send theirs to rank 3, which compares the lengths.
+	local r e
+	for r in 0 1 2 3 4 5 6 7; do
+		printf 'allreduce sum f64 1\n' >"$BATS_TEST_TMPDIR/script.$r"
+	done
+	printf 'allreduce sum f64 1 2\n' >"$BATS_TEST_TMPDIR/script.1"
+	SILVIC_RING_SHARED_CORES=yes by_hand 8
+	for r in 0 1 2 3 4 5 6 7; do
+		e=$BATS_TEST_TMPDIR/rank$r.err
+		[ "${STATUS[r]}" -eq 5 ] || { echo "rank $r exited ${STATUS[r]}" >&2; show; false; }
+		grep -Eq "^silvic-ring: rank $r: .*script\.$r:1: (rank 3 reported: )?out of step: reductions of different lengths, 8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 1 \(127\.0\.0\.1:[0-9]+\)" "$e" ||
+			{ show; false; }
+	done
+}
+
+
+@test "ranks of a mesh of 8 that disagree on shared cores fail out of step at their first small allreduce, naming a rank of the other path" {
+	# Blocks on one side, doubling on the other: a doubling rank's first
+	# partner is a ring neighbour, which every transfer watches.
+	local r e run
+	for r in 0 1 2 3 4 5 6 7; do
+		printf 'allreduce sum f64 1\nexpect 8\n' >"$BATS_TEST_TMPDIR/script.$r"
+	done
+	for run in no yes; do
+		SHARED_OF=(yes yes yes yes yes yes yes yes)
+		[ "$run" = no ] || SHARED_OF=(no no no no no no no no)
+		SHARED_OF[5]=$run
+		by_hand 8
+		for r in 0 1 2 3 4 5 6 7; do
+			e=$BATS_TEST_TMPDIR/rank$r.err
+			[ "${STATUS[r]}" -eq 5 ] || { echo "rank 5 $run: rank $r exited ${STATUS[r]}" >&2; show; false; }
+			grep -Eq "^silvic-ring: rank $r: .*script\.$r:1: (rank [0-7] reported: )?out of step: (an unexpected frame \(allreduce sum f64 step [0-9]+ seq 1 of 8 bytes\) came|expected allreduce sum f64 step [0-9]+ seq 1 of 8 bytes, got allreduce sum f64 step [0-9]+ seq 1 of 8 bytes) from rank [0-7] \(127\.0\.0\.1:[0-9]+\)" "$e" ||
+				{ echo "rank 5 $run" >&2; show; false; }
+		done
+	done
 }
