@@ -581,8 +581,10 @@ sr_barrier(struct sr_ring *ring, struct sr_error *err)
 	 * each call, 7 pairs alternating) 1.16x faster at 8 B, 1.21x at 128
 	 * B, 1.05x at 2 KiB.  At world 4 two hops of the small path's pairs
 	 * (9 pairs) took them 0.98x at 8 B and 0.92x at 128 B: the gather
-	 * stays there. */
-	if (ring->mesh && sr_mesh_allreduce_pays(ring->world, 0, 0))
+	 * stays there.  A probe's mesh may lack links: its barrier (after a
+	 * directory rendezvous) keeps to the ring's. */
+	if (ring->mesh && !ring->probe &&
+	    sr_mesh_allreduce_pays(ring->world, 0, 0))
 		return sr_mesh_barrier(ring, err);
 	/* An allgather of nothing: after n-1 steps every rank has heard
 	 * from every other, so all have entered. */

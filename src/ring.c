@@ -145,6 +145,7 @@ sr_ring_new(uint64_t rank, uint64_t world, const char *const *addresses,
 	ring->integrity = options->integrity;
 	ring->mesh = (options->mesh || options->probe_ms > 0) && world > 1;
 	ring->shared_cores = options->shared_cores;
+	ring->probe = options->probe_ms > 0;
 	if (sr_place_init(ring, options->cpus, options->ncpus) != 0)
 		goto fail;
 	ring->streams = options->streams == 0 || options->probe_ms > 0 ? 1 :

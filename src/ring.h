@@ -59,6 +59,8 @@ struct sr_ring {
 	bool mesh;		 /* a link to every rank (links[r] leads to rank
 				  * r), with wide frame headers */
 	bool shared_cores;	 /* sr_ring_options.shared_cores */
+	bool probe;		 /* a probe's mesh (sr_ring_options.probe_ms),
+				  * which may lack links */
 	/* The CPUs the world's ranks share (sr_ring_options.cpus; none
 	 * when the world fits on them), and the index into them this rank
 	 * is bound to: -1 none (its own CPUs), SR_PLACED_NEVER not yet
