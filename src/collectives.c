@@ -8,7 +8,8 @@
  * small_enough) is one allgather and a local fold in rank order:
  * ceil((n-1)/2) hops instead of 2(n-1); at world 3 four frames in
  * three hops where the ranks share cores, at world 4 two hops of
- * recursive doubling.  Each way every element is folded in one fixed
+ * recursive doubling, or by blocks where the ranks share cores (to 256
+ * KiB, the barrier too).  Each way every element is folded in one fixed
  * order, so results are bitwise identical on every rank.  The frames of a
  * call live in the ring's plan (sr_ring_plan): nothing is allocated per
  * call or per step.
@@ -32,6 +33,9 @@
  * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
 #define SR_SMALL_ALWAYS 4096u
+/* World 4 on shared cores reduces by blocks up to this much (see
+ * blocks_allreduce). */
+#define SR_BLOCKS_MAX (256u << 10)
 
 /* Fails at once on a broken ring (or none); else counts the collective
  * this call starts (ring->seq, the frames' seq) and runs the rank where
@@ -257,15 +261,15 @@ small_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 
 /*
  * The plan of a small allreduce of two frames a rank each way (x), its
- * frame (kind, dtype and op; step 0) and two scratch buffers of `bytes`
- * from *mine on.  0, or -1 after nomem.
+ * frame (kind, dtype and op; step 0) and `scratch` bytes of scratch at
+ * *mine.  0, or -1 after nomem.
  */
 static int
-two_frames(struct sr_ring *ring, size_t bytes, enum sr_dtype dtype,
+two_frames(struct sr_ring *ring, size_t scratch, enum sr_dtype dtype,
     enum sr_op op, struct sr_transfer *x, struct sr_frame *frame,
     uint8_t **mine, struct sr_error *err)
 {
-	*mine = sr_ring_scratch(ring, 2 * bytes);
+	*mine = sr_ring_scratch(ring, scratch);
 	if (*mine == NULL || sr_ring_plan(ring, 2, x) != 0)
 		return nomem(ring, err);
 	x->dtype = dtype;
@@ -278,21 +282,23 @@ two_frames(struct sr_ring *ring, size_t bytes, enum sr_dtype dtype,
 
 /*
  * World 4, small: recursive doubling, whose partners at world 4 are ring
- * neighbours.  Ranks 0-1 and 2-3 exchange their inputs and fold them,
- * then 1-2 and 3-0 exchange those pairs' results: two hops like the
+ * neighbours.  Ranks 3-0 and 1-2 exchange their inputs and fold them,
+ * then 0-1 and 2-3 exchange those pairs' results: two hops like the
  * both-way allgather, but one frame a hop instead of three frames in
- * all, which on shared cores is most of a small message's cost.
+ * all, which on shared cores is most of a small message's cost.  The
+ * pairs are those of world 4's blocks (blocks_allreduce), so the two
+ * paths fold alike.
  *
  *   hop   rank 0         rank 1         rank 2         rank 3
- *   1     x0 <-> x1 with rank 1 (next)  x2 <-> x3 with rank 3 (next)
- *         holds x0+x1    holds x0+x1    holds x2+x3    holds x2+x3
- *   2     with rank 3    with rank 2    with rank 1    with rank 0
- *         (prev)         (next)         (prev)         (next)
+ *   1     x3 <-> x0 with rank 3 (prev)  x1 <-> x2 with rank 2 (next)
+ *         holds x3+x0    holds x1+x2    holds x1+x2    holds x3+x0
+ *   2     with rank 1    with rank 0    with rank 3    with rank 2
+ *         (next)         (prev)         (next)         (prev)
  *         all four       all four       all four       all four
  *
- * Every rank folds in the order op(op(x0, x1), op(x2, x3)) (swap puts
- * the lower rank first on the odd partner), so results stay bitwise
- * identical for max and min too.
+ * Every rank folds in the order op(op(x3, x0), op(x1, x2)) (swap puts
+ * rank 3's and rank 1's input first on their partners), so results stay
+ * bitwise identical for max and min too.
  */
 static int
 pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
@@ -301,20 +307,20 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	size_t bytes = count * sr_dtype_size(dtype);
 	uint8_t *mine, *theirs;
 	struct sr_frame frame;
-	bool odd = ring->rank % 2 == 1;
-	uint32_t first = odd ? ring->prev : ring->next;
-	uint32_t second = odd ? ring->next : ring->prev;
+	bool even = ring->rank % 2 == 0;
+	uint32_t first = even ? ring->prev : ring->next;
+	uint32_t second = even ? ring->next : ring->prev;
 	struct sr_transfer x;
 
-	if (two_frames(ring, bytes, dtype, op, &x, &frame, &mine, err) != 0)
+	if (two_frames(ring, 2 * bytes, dtype, op, &x, &frame, &mine, err) != 0)
 		return -1;
 	theirs = mine + bytes;
-	/* The partner's input, folded lower rank first. */
+	/* The partner's input, folded rank 3's or rank 1's first. */
 	x.sends[0] = (struct sr_send){ .link = first, .data = send,
 		.len = bytes, .frame = frame, .gate = -1 };
 	x.recvs[0] = (struct sr_recv){ .link = first, .data = mine,
 		.len = bytes, .frame = frame, .reduce = true, .local = send,
-		.swap = odd };
+		.swap = even };
 	/* The pair's result goes on as it is folded. */
 	frame.step = 1;
 	x.sends[1] = (struct sr_send){ .link = second, .data = mine,
@@ -324,11 +330,112 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	x.nsends = x.nrecvs = 2;
 	if (run(ring, &x, err) != 0)
 		return -1;
-	if (ring->rank < 2)
+	if (ring->rank == 0 || ring->rank == 3)
 		sr_reduce(recv, mine, theirs, count, dtype, op);
 	else
 		sr_reduce(recv, theirs, mine, count, dtype, op);
 	return 0;
+}
+
+/*
+ * World 4 on shared cores, by blocks: ranks 3 and 0 on one core and 1
+ * and 2 on the other (place.c binds them so), each pair a block whose
+ * leader (rank 0, rank 1) takes its member's input over their ring link
+ * and folds it in, the two leaders exchange those folds and fold them,
+ * and each sends the result back to its member as it is folded:
+ *
+ *   step    rank 3          rank 0            rank 1            rank 2
+ *   0x300   x3 -> rank 0    x3+x0 <- x3       x1+x2 <- x2       x2 -> rank 1
+ *   0x301                   A = x3+x0 <-> B = x1+x2
+ *   0x302   result <-       A+B -> rank 3     A+B -> rank 2     -> result
+ *
+ * Every rank gets op(op(x3, x0), op(x1, x2)), the fold of world 4's
+ * small path (pairs_allreduce), with the same kernels, so the same bits
+ * on every rank, with shared cores or without (test_ring).  On a core that runs one rank at a time
+ * a frame costs a switch between ranks: here a member runs twice a call
+ * and only the leaders' exchange crosses cores, where recursive
+ * doubling runs all four ranks at both of its hops and the ring at its
+ * six steps.  Alternating launches of `launch -n 4 bench allreduce -d
+ * f64` against the code before it (recursive doubling to 32 KiB, then
+ * the ring; the gather's barrier), 7 pairs, the median of the pairs'
+ * ratios of the timed call (of the whole process): bound as place.c
+ * binds (0 1 1 0), 8 B 1.73x (1.42x), 128 B 1.58x, 2 KiB 1.42x, 8 KiB
+ * 1.59x, 32 KiB 1.66x, 64 KiB 2.53x (1.92x), 128 KiB 1.24x, 256 KiB
+ * 1.13x; left to the kernel (--cpus none), 8 B 1.51x, 64 KiB 2.63x,
+ * 256 KiB 1.57x.  Past that (a first version, 5 pairs), bound, 1 MiB
+ * 1.21x, 2 MiB 1.20x, 4 MiB 1.05x, 16 MiB 0.87x, 64 MiB 0.92x, and
+ * unbound 1 MiB 0.79x: blocks stop at 256 KiB, where they win bound or
+ * not.  The barrier is this with no data (kind SR_FRAME_BARRIER): in
+ * that version's 3 launches each at 8 B, the barrier alone took 1.32x
+ * less whole-process time, the allreduce alone 1.05x, the two 1.37x.
+ * A leader folds its member's input before the exchange, in a transfer
+ * of its own: the other leader's fold may come first, and waits its
+ * turn (next_step).  Only a leader needs scratch (its fold).
+ */
+static int
+blocks_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
+    size_t count, enum sr_dtype dtype, enum sr_op op, uint8_t kind,
+    struct sr_error *err)
+{
+	size_t bytes = count * sr_dtype_size(dtype);
+	uint32_t r = ring->rank;
+	uint8_t *mine;
+	struct sr_transfer x;
+	struct sr_frame frame;
+	/* Rank 0 leads rank 3 (its prev), rank 1 leads rank 2 (its next). */
+	uint32_t member = r == 0 ? ring->prev : ring->next;
+	uint32_t other = r == 0 ? ring->next : ring->prev;
+
+	if (two_frames(ring, r < 2 ? bytes : 0, dtype, op, &x, &frame, &mine,
+	    err) != 0)
+		return -1;
+	frame.kind = kind;
+	x.whole = bytes <= SR_FRAME_MAX;
+	if (r >= 2) {
+		uint32_t leader = r == 3 ? ring->next : ring->prev;
+
+		frame.step = SR_STEP_BLOCKS;
+		x.sends[0] = (struct sr_send){ .link = leader, .data = send,
+			.len = bytes, .frame = frame, .gate = -1 };
+		frame.step = SR_STEP_BLOCKS + 2;
+		x.recvs[0] = (struct sr_recv){ .link = leader, .data = recv,
+			.len = bytes, .frame = frame };
+		x.nsends = x.nrecvs = 1;
+		return run(ring, &x, err);
+	}
+	frame.step = SR_STEP_BLOCKS;
+	x.recvs[0] = (struct sr_recv){ .link = member, .data = mine,
+		.len = bytes, .frame = frame, .reduce = true, .local = send,
+		.swap = r == 0 };
+	x.nrecvs = 1;
+	x.next_step = SR_STEP_BLOCKS + 1;
+	if (run(ring, &x, err) != 0)
+		return -1;
+	if (sr_ring_plan(ring, 2, &x) != 0)
+		return nomem(ring, err);
+	x.dtype = dtype;
+	x.op = op;
+	x.whole = bytes <= SR_FRAME_MAX;
+	frame.step = SR_STEP_BLOCKS + 1;
+	x.sends[0] = (struct sr_send){ .link = other, .data = mine,
+		.len = bytes, .frame = frame, .gate = -1 };
+	x.recvs[0] = (struct sr_recv){ .link = other, .data = recv,
+		.len = bytes, .frame = frame, .reduce = true, .local = mine,
+		.swap = r == 1 };
+	frame.step = SR_STEP_BLOCKS + 2;
+	x.sends[1] = (struct sr_send){ .link = member, .data = recv,
+		.len = bytes, .frame = frame, .gate = 0 };
+	x.nsends = 2;
+	x.nrecvs = 1;
+	return run(ring, &x, err);
+}
+
+/* Whether an allreduce of `bytes` (0: a barrier) goes by blocks. */
+static bool
+blocks_pay(const struct sr_ring *ring, size_t bytes)
+{
+	return ring->world == 4 && ring->shared_cores &&
+	    bytes <= SR_BLOCKS_MAX;
 }
 
 /*
@@ -360,7 +467,7 @@ three_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	struct sr_frame f0, f1, f2;
 	struct sr_transfer x;
 
-	if (two_frames(ring, bytes, dtype, op, &x, &f0, &mine, err) != 0)
+	if (two_frames(ring, 2 * bytes, dtype, op, &x, &f0, &mine, err) != 0)
 		return -1;
 	theirs = mine + bytes;
 	f0.step = 1;
@@ -438,6 +545,7 @@ enum allreduce_algo {
 	AR_MESH,	/* recursive doubling or halving over the mesh */
 	AR_RING,
 	AR_PAIRS,	/* world 4's recursive doubling */
+	AR_BLOCKS,	/* world 4's on shared cores */
 	AR_THREE,	/* world 3's on shared cores */
 	AR_SMALL	/* the both-way exchange */
 };
@@ -457,6 +565,8 @@ allreduce_algo(const struct sr_ring *ring, size_t count, size_t es,
 	if (ring->mesh &&
 	    sr_mesh_allreduce_pays(ring->world, count, count * es))
 		return AR_MESH;
+	if (blocks_pay(ring, count * es))
+		return AR_BLOCKS;
 	if (!small_enough(ring->world, ring->shared_cores, count * es))
 		return AR_RING;
 	if (ring->world == 4)
@@ -476,6 +586,8 @@ allreduce_place(enum allreduce_algo a, uint64_t bytes)
 		return sr_place_bulk(bytes);
 	case AR_MESH:
 		return SR_PATH_DOUBLING;
+	case AR_BLOCKS:
+		return SR_PATH_BLOCKS;
 	case AR_PAIRS:
 	case AR_THREE:
 	case AR_SMALL:
@@ -517,6 +629,9 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
 	case AR_PAIRS:
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
+	case AR_BLOCKS:
+		return blocks_allreduce(ring, send, recv, count, dtype, op,
+		    SR_FRAME_ALLREDUCE, err);
 	case AR_THREE:
 		return three_allreduce(ring, send, recv, count, dtype, op, err);
 	default:
@@ -586,6 +701,14 @@ sr_barrier(struct sr_ring *ring, struct sr_error *err)
 	if (ring->mesh && !ring->probe &&
 	    sr_mesh_allreduce_pays(ring->world, 0, 0))
 		return sr_mesh_barrier(ring, err);
+	/* World 4 on shared cores: by blocks, as its allreduce (see
+	 * blocks_allreduce for what that saves). */
+	if (blocks_pay(ring, 0)) {
+		uint8_t none[1];
+
+		return blocks_allreduce(ring, none, none, 0, SR_U32, SR_SUM,
+		    SR_FRAME_BARRIER, err);
+	}
 	/* An allgather of nothing: after n-1 steps every rank has heard
 	 * from every other, so all have entered. */
 	return gather(ring, frame_of(ring, SR_FRAME_BARRIER, 0), NULL, 0, NULL,

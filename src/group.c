@@ -52,7 +52,6 @@
 #define STEP_DIRECT 0u
 #define STEP_DOUBLING 0x100u
 #define STEP_HALVING 0x200u
-#define STEP_BLOCKS 0x300u
 #define STEP_RING 0x80000000u
 
 /*
@@ -829,9 +828,9 @@ blocks_reduce(struct sr_group *g, struct sr_frame frame,
 		if (plan(g, 1, &x) != 0)
 			return nomem(g, err);
 		x.whole = bytes <= SR_FRAME_MAX;
-		frame.step = STEP_BLOCKS;
+		frame.step = SR_STEP_BLOCKS;
 		add_send(&x, g->ranks[leader], send, bytes, frame, -1);
-		frame.step = STEP_BLOCKS + 2;
+		frame.step = SR_STEP_BLOCKS + 2;
 		add_recv(&x, g->ranks[leader], recv, bytes, frame);
 		return run(g, &x, err);
 	}
@@ -841,7 +840,7 @@ blocks_reduce(struct sr_group *g, struct sr_frame frame,
 		return nomem(g, err);
 	mine = in + (half - 1) * bytes;
 	x.whole = bytes <= SR_FRAME_MAX;
-	frame.step = STEP_BLOCKS;
+	frame.step = SR_STEP_BLOCKS;
 	for (uint32_t j = 0; j + 1 < half; j++)
 		add_recv(&x, g->ranks[first + j], in + j * bytes, bytes, frame);
 	if (run(g, &x, err) != 0)
@@ -857,14 +856,14 @@ blocks_reduce(struct sr_group *g, struct sr_frame frame,
 	x.dtype = dtype;
 	x.op = op;
 	x.whole = bytes <= SR_FRAME_MAX;
-	frame.step = STEP_BLOCKS + 1;
+	frame.step = SR_STEP_BLOCKS + 1;
 	add_send(&x, g->ranks[(leader + half) % g->n], mine, bytes, frame, -1);
 	got = add_recv(&x, g->ranks[(leader + half) % g->n], recv, bytes,
 	    frame);
 	x.recvs[got].reduce = true;
 	x.recvs[got].swap = first > 0;		/* the lower block's first */
 	x.recvs[got].local = mine;
-	frame.step = STEP_BLOCKS + 2;
+	frame.step = SR_STEP_BLOCKS + 2;
 	for (uint32_t j = 0; j + 1 < half; j++)
 		add_send(&x, g->ranks[first + j], recv, bytes, frame, got);
 	return run(g, &x, err);

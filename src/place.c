@@ -9,14 +9,18 @@
  * need both to be running at once.  The ring wants every link across
  * cores (both ends of each link busy together); world 4's small path
  * (recursive doubling) wants its second partners on one core, world 8's
- * doubling and halving over the mesh their first two, and its blocks
- * (shared cores) each block on one core.  Measured on 2
+ * doubling and halving over the mesh their first two, and the blocks of
+ * worlds 4 and 8 (shared cores) each block on one core.  Measured on 2
  * cores (docs/performance.md, "Ranks that share cores" and "World 8 on
  * a mesh"), each rank's core set by hand or by this table against left
  * to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
- *   world 4, small (up to 32 KiB)   0 1 1 0   1.15-1.56x
+ *   world 4, small (up to 32 KiB)   0 0 1 1   1.15-1.56x (measured as
+ *     (recursive doubling)                      0 1 1 0 when its first
+ *                                               partners were 0-1, 2-3)
+ *   world 4, by blocks (shared      0 1 1 0   1.16-1.54x from 8 B to
+ *     cores, 8 B-256 KiB)                     64 KiB, 256 KiB level
  *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x
  *   world 3, small                  the kernel's (0 1 1: 8 B level)
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
@@ -43,7 +47,8 @@ int
 sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
     enum sr_path path)
 {
-	static const int four_small[4] = { 0, 1, 1, 0 };
+	static const int four_small[4] = { 0, 0, 1, 1 };
+	static const int four_blocks[4] = { 0, 1, 1, 0 };
 	static const int four_ring[4] = { 0, 1, 0, 1 };
 	static const int three_ring[3] = { 0, 1, 1 };
 
@@ -52,6 +57,8 @@ sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
 	switch (path) {
 	case SR_PATH_SMALL:
 		return world == 4 ? four_small[rank] : -1;
+	case SR_PATH_BLOCKS:
+		return world == 4 ? four_blocks[rank] : -1;
 	case SR_PATH_RING:
 		return world == 4 ? four_ring[rank] :
 		    world == 3 ? three_ring[rank] : -1;

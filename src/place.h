@@ -14,6 +14,7 @@ enum sr_path {
 	SR_PATH_RING,	/* the ring allreduce's steps */
 	SR_PATH_LARGE,	/* those of SR_PLACE_LARGE bytes and more */
 	SR_PATH_SMALL,	/* a small allreduce's own path */
+	SR_PATH_BLOCKS,	/* world 4's blocks, on shared cores */
 	SR_PATH_DOUBLING	/* over a mesh: doubling, halving or blocks */
 };
 

@@ -62,4 +62,13 @@ void sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
  */
 #define SR_PLAN_FRAME (1u << 20)
 
+/*
+ * The first step of a reduction by blocks (on shared cores: world 4's on
+ * the ring, collectives.c; a mesh of 8's, group.c): + 0 a member's input
+ * to its block's leader, + 1 the leaders' exchange, + 2 the result back.
+ * Apart from every other path's steps, so ranks that disagree on the
+ * path are out of step at their first frame.
+ */
+#define SR_STEP_BLOCKS 0x300u
+
 #endif

@@ -325,10 +325,12 @@ struct sr_ring_options {
 	 * The ranks share CPU cores (a host runs more of them than it has
 	 * cores): each frame then costs a context switch, which is more
 	 * than a hop costs, so a small allreduce at world 3 takes four
-	 * frames in three hops instead of six frames in one.  Leave it off
-	 * where every rank has a core, as on a cluster: there the hops are
-	 * the cost.  Every rank must agree (ranks that do not fail out of
-	 * step).
+	 * frames in three hops instead of six frames in one; at world 4
+	 * allreduces up to 256 KiB and the barrier go by blocks (ranks 3
+	 * and 2 hand their inputs to ranks 0 and 1, which exchange and hand
+	 * back), as at 8 ranks of a mesh.  Leave it off where every rank
+	 * has a core, as on a cluster: there the hops are the cost.  Every
+	 * rank must agree (ranks that do not fail out of step).
 	 */
 	bool shared_cores;
 	/*
@@ -374,8 +376,8 @@ struct sr_ring_options {
 	 * ranks: each rank then binds itself to one of them, chosen by the
 	 * path of each allreduce, where that was measured to be faster
 	 * than leaving the ranks to the kernel (at present 3 and 4 ranks
-	 * on 2 CPUs; otherwise, and for every other collective, it runs on
-	 * the CPUs it had).  NULL or a world that fits on them: no binding.
+	 * on 2 CPUs, and 8 of a mesh; otherwise, and for every other
+	 * collective, it runs on the CPUs it had).  NULL or a world that fits on them: no binding.
 	 * Only the thread that runs the collectives is bound, and it gets
 	 * its CPUs back when the ring closes.  A CPU the kernel refuses
 	 * ends the binding (sr_ring_bound_cpu says -1); it is never an
@@ -515,7 +517,9 @@ void sr_ring_close(struct sr_ring *ring);
  * identical on every rank and every run (at world 3, for a given
  * shared_cores too: from 64 KiB to 128 KiB its path folds in another
  * order than the ring's, and below 64 KiB a sum of two NaNs may keep the
- * other payload).  All ops are treated as
+ * other payload; at world 4, from 64 KiB to 256 KiB, shared_cores folds
+ * in another order than the ring's; on a mesh of 8 or more, mesh and
+ * shared_cores choose the fold too).  All ops are treated as
  * commutative; float sums depend on that fold order.
  */
 int sr_allreduce(struct sr_ring *ring, const void *send, void *recv,

@@ -97,6 +97,32 @@ four_ranks() {
 	no_process_left
 }
 
+@test "SIGKILL of a member, then of a leader, of 4 ranks on shared cores, small allreduces by blocks: the others exit 5, naming it" {
+	# Rank 3 sends its input to rank 0 and rank 2 to rank 1, the two
+	# leaders exchange: every rank is the ring neighbour of the one
+	# killed, or hears it from one.
+	local r victim
+	allreduce_loop "$BATS_TEST_TMPDIR/s" 20000 1
+	for victim in 3 1; do
+		rm -f "$BATS_TEST_TMPDIR"/addr.* "$BATS_TEST_TMPDIR/peers"
+		four_ranks "$BATS_TEST_TMPDIR/s" --shared-cores --timeout 60
+		wait_ranks_line '^line 1:' 60 0 1 2 3
+		t0=$(now_ns)
+		kill -9 "${RANK_PIDS[$victim]}"
+		for r in 0 1 2 3; do
+			[ "$r" -eq "$victim" ] && continue
+			wait_exit_ms "${RANK_PIDS[$r]}" 40 "$t0"
+			echo "# rank $victim killed, rank $r: status $WAIT_STATUS after ${WAIT_MS}ms: $(tail -n 1 "$(err $r)")" >&3
+			[ "$WAIT_STATUS" -eq 5 ]
+			# Half its --timeout 60: the reset ended it.
+			[ "$WAIT_MS" -le 30000 ]
+			grep -q "rank $victim\b" "$(err $r)"
+		done
+		wait_exit "${RANK_PIDS[$victim]}" 5
+	done
+	no_process_left
+}
+
 # ------------------------------------------------------------ 2. SIGSTOP
 
 @test "SIGSTOP of a rank: the others exit 5 after 3s of silence, not before" {

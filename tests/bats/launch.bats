@@ -429,8 +429,9 @@ placement_script() {
 	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
 		--script "$BATS_TEST_TMPDIR/s" </dev/null
 	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
-	# The small allreduces: ranks 0 1 1 0 on the two CPUs; the ring's
-	# (64K doubles): 0 1 0 1.  Ranks 0 and 1 never move.
+	# The small allreduces (by blocks: the ranks share the CPUs): ranks
+	# 0 1 1 0 on the two CPUs; the ring's (64K doubles): 0 1 0 1.  Ranks
+	# 0 and 1 never move.
 	bound() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to CPU" <<<"$stderr" | sed 's/.*CPU //' | tr '\n' ' '; }
 	[ "$(bound 0)" = "$a " ]
 	[ "$(bound 1)" = "$b " ]

@@ -102,22 +102,31 @@ all_out_of_step() {
 	grep -q "rank 0: .*s:2: out of step: the ring was closed (it finished its collectives, 1 of them, and said goodbye) by rank 1 (127.0.0.1:[0-9]*) in barrier step 0 seq 2 of 0 bytes" "$(err 0)"
 }
 
-@test "one rank of three with --shared-cores, two without: every rank exits 5 out of step, naming a frame of each path" {
-	local r opts
-	printf 'allreduce sum i64 1\nexpect 3\n' >"$BATS_TEST_TMPDIR/s"
+# mixed_shared N R...: ranks 0..N-1 run s, ranks R... with --shared-cores
+# and the others without; waits for them all (STATUS) and checks that
+# every rank exited 5 out of step.
+mixed_shared() {
+	local n=$1 r opts
+	shift
 	# shellcheck disable=SC2046
-	loopback_list "$BATS_TEST_TMPDIR/peers" $(free_ports 3)
-	for ((r = 0; r < 3; r++)); do
+	loopback_list "$BATS_TEST_TMPDIR/peers" $(free_ports "$n")
+	for ((r = 0; r < n; r++)); do
 		opts=()
-		[ "$r" -eq 1 ] && opts=(--shared-cores)
+		[[ " $* " == *" $r "* ]] && opts=(--shared-cores)
 		start_rank "$r" "$BATS_TEST_TMPDIR/peers" "$BATS_TEST_TMPDIR/s" --token 77 --timeout 10 "${opts[@]}"
 	done
-	for ((r = 0; r < 3; r++)); do
+	for ((r = 0; r < n; r++)); do
 		wait_exit "${RANK_PIDS[$r]}" 60
 		STATUS[$r]=$WAIT_STATUS
-		echo "# rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err "$r")")" >&3
+		echo "# ranks $* on shared cores, rank $r: status $WAIT_STATUS: $(tail -n 1 "$(err "$r")")" >&3
 	done
-	all_out_of_step 3
+	all_out_of_step "$n"
+}
+
+@test "one rank of three with --shared-cores, two without: every rank exits 5 out of step, naming a frame of each path" {
+	local r
+	printf 'allreduce sum i64 1\nexpect 3\n' >"$BATS_TEST_TMPDIR/s"
+	mixed_shared 3 1
 	# The first rank to see it names a frame of one path where it
 	# waited for the other's (the allgather's steps are 0, the shared
 	# cores' 1 to 3), whichever that rank is.
@@ -126,27 +135,79 @@ all_out_of_step() {
 	done
 }
 
-@test "world 3 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 128 KiB" {
-	local mode
-	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 3' 'allreduce max i32 {rank}' 'expect 2' \
-	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 6 64' \
-	    'allreduce sum f32 0.5 {rank}' 'expect 1.5 3' >"$BATS_TEST_TMPDIR/s"
+# exact_either_way N EXPECTS TOP SIZES: the script s on N ranks with
+# --shared-cores and with --no-shared-cores, every rank exit 0 with its
+# EXPECTS expects ok; then `launch -n N bench` of every dtype and op, in
+# place and out, from 8 B to TOP (SIZES sizes), every result exact.
+exact_either_way() {
+	local n=$1 expects=$2 top=$3 sizes=$4 mode r
 	for mode in --shared-cores --no-shared-cores; do
-		ring_run 3 --timeout 30 "$mode"
-		for r in 0 1 2; do
+		ring_run "$n" --timeout 30 "$mode"
+		for ((r = 0; r < n; r++)); do
 			[ "${STATUS[$r]}" -eq 0 ]
-			[ "$(grep -c 'expect = ok' "$(out "$r")")" -eq 5 ]
+			[ "$(grep -c 'expect = ok' "$(out "$r")")" -eq "$expects" ]
 		done
-		run -0 --separate-stderr timeout 120 "$SR" launch -n 3 bench allreduce "$mode" \
-		    -b 8 -e 256K -f 4 -n 2 -w 1 -d all -o all --min-time 0 --json </dev/null
+		run -0 --separate-stderr timeout 120 "$SR" launch -n "$n" bench allreduce "$mode" \
+		    -b 8 -e "$top" -f 4 -n 2 -w 1 -d all -o all --min-time 0 --json </dev/null
 		python3 -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin]
 res = [r for r in rows if r["type"] == "result"]
-assert len(res) == 8 * 4 * 4, len(res)
+assert len(res) == int(sys.argv[1]) * 4 * 4, len(res)
 assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
 assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
-' <<<"$output"
+' "$sizes" <<<"$output"
+	done
+}
+
+@test "world 3 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 128 KiB" {
+	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 3' 'allreduce max i32 {rank}' 'expect 2' \
+	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 6 64' \
+	    'allreduce sum f32 0.5 {rank}' 'expect 1.5 3' >"$BATS_TEST_TMPDIR/s"
+	exact_either_way 3 5 256K 8
+}
+
+@test "one rank of four with --shared-cores, three without, then the other way: every rank exits 5 out of step, naming a frame of each path" {
+	# World 4's blocks (steps 768-770, 0x300-0x302) against recursive
+	# doubling (steps 0 and 1): the first rank to see it names the frame
+	# of one path where it waited for the other's.
+	local r shared blocks='76[89]|770' pairs='[01]'
+	printf 'allreduce sum i64 1\nexpect 4\n' >"$BATS_TEST_TMPDIR/s"
+	# Rank 1 alone on shared cores, then every rank but 3.
+	for shared in 1 "0 1 2"; do
+		# shellcheck disable=SC2086
+		mixed_shared 4 $shared
+		for ((r = 0; r < 4; r++)); do
+			grep -Eq "out of step: (expected|an unexpected frame \() ?allreduce sum i64 step [0-9]+ seq 1 of 8 bytes.* from rank [0-3] \(127\.0\.0\.1:[0-9]+\)" "$(err "$r")"
+			grep -Eq "step ($pairs) seq 1 of 8 bytes.*step ($blocks) seq 1 of 8 bytes|step ($blocks) seq 1 of 8 bytes.*step ($pairs) seq 1 of 8 bytes" "$(err "$r")"
+		done
+	done
+}
+
+@test "world 4 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 1 MiB" {
+	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 6' 'allreduce max i32 {rank}' 'expect 3' \
+	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 24 256' \
+	    'allreduce sum f32 0.5 {rank}' 'expect 2 6' 'barrier' 'allreduce sum f64 32K*{rank}' 'expect 32K*6' >"$BATS_TEST_TMPDIR/s"
+	# By blocks to 256 KiB with shared cores, the ring past it.
+	exact_either_way 4 6 1M 9
+}
+
+@test "world 4 on shared cores, a rank of another length: every rank exits 5 naming it and both lengths, whether its block's leader or the other leader finds it" {
+	local r odd
+	for odd in 2 1; do
+		for r in 0 1 2 3; do
+			printf 'allreduce sum f64 1\n' >"$BATS_TEST_TMPDIR/s$r"
+		done
+		# Rank 2's input goes to its leader, rank 1; rank 1's to the
+		# other leader, rank 0.
+		printf 'allreduce sum f64 1 2\n' >"$BATS_TEST_TMPDIR/s$odd"
+		ring_run 4 --timeout 10 --shared-cores
+		all_out_of_step 4
+		for ((r = 0; r < 4; r++)); do
+			grep -Eq "out of step: reductions of different lengths, (8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank $odd|16 bytes \(2 f64\) on this rank, 8 bytes \(1 f64\) on rank [0-3]) \(127\.0\.0\.1:[0-9]+\)" "$(err "$r")"
+			grep -Eq "(^silvic-ring: rank $odd: |rank $odd reported: |on rank $odd \()" "$(err "$r")"
+		done
+		rm -f "$BATS_TEST_TMPDIR"/s[0-3]
 	done
 }
 
@@ -277,6 +338,13 @@ stop_one() {
 	stop_one 3 0 'allreduce sum f64 1' 200000 --shared-cores
 	stop_one 3 1 'allreduce sum f64 1' 200000 --shared-cores
 	stop_one 3 2 'allreduce sum f64 8K*1' 50000 --shared-cores
+}
+
+@test "SIGSTOP on world 4's blocks for shared cores, each rank in turn (leaders and members): every survivor names the stopped rank" {
+	stop_one 4 0 'allreduce sum f64 1' 200000 --shared-cores
+	stop_one 4 1 'allreduce sum f64 1' 200000 --shared-cores
+	stop_one 4 2 'allreduce sum f64 8K*1' 50000 --shared-cores
+	stop_one 4 3 'barrier' 200000 --shared-cores
 }
 
 @test "SIGSTOP on the ring path (1 MiB), worlds 3, 4 and 8: every survivor names the stopped rank" {

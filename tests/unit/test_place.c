@@ -18,25 +18,30 @@ static const char *const addresses[4] = { "127.0.0.1:1", "127.0.0.1:2",
 static void
 table_is_the_measured_one(void)
 {
-	static const int small4[4] = { 0, 1, 1, 0 }, ring4[4] = { 0, 1, 0, 1 };
-	static const int ring3[3] = { 0, 1, 1 };
+	/* World 4's pairs second partners on one core (0-1, 2-3), its
+	 * blocks each block (3-0, 1-2). */
+	static const int small4[4] = { 0, 0, 1, 1 }, ring4[4] = { 0, 1, 0, 1 };
+	static const int blocks4[4] = { 0, 1, 1, 0 }, ring3[3] = { 0, 1, 1 };
 	static const enum sr_path paths[] = { SR_PATH_RING, SR_PATH_LARGE,
-		SR_PATH_SMALL, SR_PATH_DOUBLING };
+		SR_PATH_SMALL, SR_PATH_BLOCKS, SR_PATH_DOUBLING };
 
 	for (uint32_t r = 0; r < 4; r++) {
 		CHECK(sr_place_index(4, 2, r, SR_PATH_SMALL) == small4[r]);
+		CHECK(sr_place_index(4, 2, r, SR_PATH_BLOCKS) == blocks4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_RING) == ring4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_LARGE) == ring4[r]);
 	}
 	for (uint32_t r = 0; r < 3; r++) {
 		CHECK(sr_place_index(3, 2, r, SR_PATH_RING) == ring3[r]);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_SMALL) == -1);
+		CHECK(sr_place_index(3, 2, r, SR_PATH_BLOCKS) == -1);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_LARGE) == -1);
 	}
 	/* World 8's doubling over a mesh: by rank bit 2. */
 	for (uint32_t r = 0; r < 8; r++) {
 		CHECK(sr_place_index(8, 2, r, SR_PATH_DOUBLING) == (r >= 4));
 		CHECK(sr_place_index(8, 2, r, SR_PATH_SMALL) == -1);
+		CHECK(sr_place_index(8, 2, r, SR_PATH_BLOCKS) == -1);
 		CHECK(sr_place_index(8, 2, r, SR_PATH_RING) == -1);
 		CHECK(sr_place_index(8, 2, r, SR_PATH_LARGE) == -1);
 	}

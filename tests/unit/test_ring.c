@@ -206,10 +206,11 @@ check_allreduces(struct rank_ctx *ctx)
 		 * blocks are not all alike. */
 		if (ctx->job->mesh && w >= 8 && p == w)
 			hlimit = (384u << 10) / es;
-		/* At 8 ranks on shared cores, by blocks up to 256 KiB (the
-		 * same counts without, so the two compare). */
-		size_t blimit = ctx->job->mesh && w == 8 ? (256u << 10) / es :
-		    limit;
+		/* On shared cores, 8 ranks of a mesh and 4 of a ring go by
+		 * blocks up to 256 KiB (the same counts without, so the two
+		 * compare). */
+		size_t blimit = (ctx->job->mesh && w == 8) || w == 4 ?
+		    (256u << 10) / es : limit;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
 			4096 / es + 1, limit - 1, limit, limit + 1, dlimit,
 			dlimit + 1, hlimit - 3, hlimit, hlimit + 1, blimit,
@@ -471,21 +472,34 @@ every_collective(const struct ranks_job *job, const char *what,
 	    ranks_ms(ranks_now_ns() - t0));
 }
 
-/* World 3 on its small path for shared cores: every collective exact
- * and the same on every rank, with and without frame checks. */
+/* Worlds 3 and 4 on their paths for shared cores (world 3's four
+ * frames, world 4's blocks): every collective exact and the same on
+ * every rank, with and without frame checks; at world 4, whose two
+ * paths fold alike, the same results as without shared cores. */
 static void
 test_collectives_shared_cores(void)
 {
-	uint64_t hash;
+	uint64_t hash, apart = 0;
+	char what[64];
 
-	for (int checked = 0; checked < 2; checked++) {
-		struct ranks_job job = { .world = 3, .timeout_ms = 20000,
-			.scenario = collectives_scenario, .deadline_ms = 40000,
-			.shared_cores = true, .integrity = checked };
+	for (uint32_t w = 3; w <= 4; w++)
+		for (int checked = 0; checked < 2; checked++) {
+			struct ranks_job job = { .world = w,
+				.timeout_ms = 20000,
+				.scenario = collectives_scenario,
+				.deadline_ms = 40000, .integrity = checked };
 
-		every_collective(&job, checked ? "world 3, shared cores, "
-		    "checked" : "world 3, shared cores", &hash);
-	}
+			if (w == 4 && !checked)
+				every_collective(&job, "world 4", &apart);
+			job.shared_cores = true;
+			snprintf(what, sizeof(what), "world %u, shared cores%s",
+			    w, checked ? ", checked" : "");
+			every_collective(&job, what, &hash);
+			if (w == 4)
+				CHECKF(hash == apart, "%s: results differ from "
+				    "those of ranks that do not share cores",
+				    what);
+		}
 }
 
 /*
@@ -829,7 +843,7 @@ fold_order_scenario(struct rank_ctx *ctx)
 static void
 test_fold_order_is_the_same_on_every_rank(void)
 {
-	int64_t both_ways[2] = { 0 };
+	int64_t bits[11][6] = { { 0 } };	/* rank 0's, by j */
 
 	/*
 	 * j = 9: world 3 again, on its path for shared cores, which folds
@@ -838,10 +852,13 @@ test_fold_order_is_the_same_on_every_rank(void)
 	 * the other by the order the compiler gave a kernel's operands (C
 	 * leaves it open), and the two paths call different kernels (in
 	 * place and out of place), so sums agree only within a path.
+	 * j = 10: world 4 on shared cores, by blocks, which folds as the
+	 * pairs of j = 4 do, with the same kernels: every bit the same,
+	 * sums too (and the ring's, 100003 f64, is the same path).
 	 */
-	for (uint32_t j = 2; j <= 9; j++) {
-		uint32_t w = j == 9 ? 3 : j;
-		struct ranks_job job = { .world = w, .shared_cores = j == 9,
+	for (uint32_t j = 2; j <= 10; j++) {
+		uint32_t w = j == 9 ? 3 : j == 10 ? 4 : j;
+		struct ranks_job job = { .world = w, .shared_cores = j >= 9,
 			.scenario = fold_order_scenario, .deadline_ms = 20000 };
 		static struct ranks r;
 
@@ -868,16 +885,18 @@ test_fold_order_is_the_same_on_every_rank(void)
 				    "place", w, job.shared_cores ? " (shared cores)" :
 				    "", i, sr_op_name(order_ops[k % 2]),
 				    order_counts[k / 2]);
-		for (int k = 0; k < 2; k++) {
-			if (j == 3)
-				both_ways[k] = r.report[0].aux[k];
-			if (j == 9)
-				CHECKF(r.report[0].aux[k] == both_ways[k],
-				    "world 3, %s of %zu f64 with signed zeros and "
-				    "NaNs: the bits on shared cores differ from "
-				    "the both-way path's", sr_op_name(order_ops[k]),
-				    order_counts[0]);
-		}
+		for (int k = 0; k < 6; k++)
+			bits[j][k] = r.report[0].aux[k];
+	}
+	for (int k = 0; k < 6; k++) {
+		CHECKF(k >= 2 || bits[9][k] == bits[3][k], "world 3, %s of %zu "
+		    "f64 with signed zeros and NaNs: the bits on shared cores "
+		    "differ from the both-way path's", sr_op_name(order_ops[k % 3]),
+		    order_counts[0]);
+		CHECKF(bits[10][k] == bits[4][k], "world 4, %s of %zu f64 with "
+		    "signed zeros and NaNs: the bits by blocks differ from those "
+		    "of recursive doubling", sr_op_name(order_ops[k % 3]),
+		    order_counts[k / 3]);
 	}
 }
 
