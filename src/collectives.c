@@ -33,9 +33,6 @@
  * small is always small (see small_enough). */
 #define SR_SMALL_MOVES (128u << 10)
 #define SR_SMALL_ALWAYS 4096u
-/* World 4 on shared cores reduces by blocks up to this much (see
- * blocks_allreduce). */
-#define SR_BLOCKS_MAX (256u << 10)
 
 /* Fails at once on a broken ring (or none); else counts the collective
  * this call starts (ring->seq, the frames' seq) and runs the rank where
@@ -339,10 +336,11 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 
 /*
  * World 4 on shared cores, by blocks: ranks 3 and 0 on one core and 1
- * and 2 on the other (place.c binds them so), each pair a block whose
- * leader (rank 0, rank 1) takes its member's input over their ring link
- * and folds it in, the two leaders exchange those folds and fold them,
- * and each sends the result back to its member as it is folded:
+ * and 2 on the other (place.c binds them so at an allreduce), each pair
+ * a block whose leader (rank 0, rank 1) takes its member's input over
+ * their ring link and folds it in; the two leaders exchange those folds
+ * and fold them, and each sends the result back to its member as it is
+ * folded:
  *
  *   step    rank 3          rank 0            rank 1            rank 2
  *   0x300   x3 -> rank 0    x3+x0 <- x3       x1+x2 <- x2       x2 -> rank 1
@@ -350,28 +348,96 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  *   0x302   result <-       A+B -> rank 3     A+B -> rank 2     -> result
  *
  * Every rank gets op(op(x3, x0), op(x1, x2)), the fold of world 4's
- * small path (pairs_allreduce), with the same kernels, so the same bits
- * on every rank, with shared cores or without (test_ring).  On a core that runs one rank at a time
+ * recursive doubling (pairs_allreduce), with the same kernels: below 64
+ * KiB, where ranks that do not share cores take that path, the same
+ * bits either way (test_ring).  On a core that runs one rank at a time
  * a frame costs a switch between ranks: here a member runs twice a call
  * and only the leaders' exchange crosses cores, where recursive
  * doubling runs all four ranks at both of its hops and the ring at its
  * six steps.  Alternating launches of `launch -n 4 bench allreduce -d
- * f64` against the code before it (recursive doubling to 32 KiB, then
- * the ring; the gather's barrier), 7 pairs, the median of the pairs'
- * ratios of the timed call (of the whole process): bound as place.c
- * binds (0 1 1 0), 8 B 1.73x (1.42x), 128 B 1.58x, 2 KiB 1.42x, 8 KiB
- * 1.59x, 32 KiB 1.66x, 64 KiB 2.53x (1.92x), 128 KiB 1.24x, 256 KiB
- * 1.13x; left to the kernel (--cpus none), 8 B 1.51x, 64 KiB 2.63x,
+ * f64` against the code before it (recursive doubling under 64 KiB,
+ * then the ring; the gather's barrier), 7 pairs, the median of the
+ * pairs' ratios of the timed call (of the whole process): bound as
+ * place.c binds (0 1 1 0), 8 B 1.73x (1.42x), 128 B 1.58x, 2 KiB 1.42x,
+ * 8 KiB 1.59x, 32 KiB 1.66x, 64 KiB 2.53x (1.92x), 128 KiB 1.24x, 256
+ * KiB 1.13x; left to the kernel (--cpus none), 8 B 1.51x, 64 KiB 2.63x,
  * 256 KiB 1.57x.  Past that (a first version, 5 pairs), bound, 1 MiB
  * 1.21x, 2 MiB 1.20x, 4 MiB 1.05x, 16 MiB 0.87x, 64 MiB 0.92x, and
- * unbound 1 MiB 0.79x: blocks stop at 256 KiB, where they win bound or
- * not.  The barrier is this with no data (kind SR_FRAME_BARRIER): in
- * that version's 3 launches each at 8 B, the barrier alone took 1.32x
- * less whole-process time, the allreduce alone 1.05x, the two 1.37x.
- * A leader folds its member's input before the exchange, in a transfer
- * of its own: the other leader's fold may come first, and waits its
- * turn (next_step).  Only a leader needs scratch (its fold).
+ * unbound 1 MiB 0.79x: blocks stop at SR_BLOCKS_MAX, where they win
+ * bound or not.  The barrier is this with no data (kind
+ * SR_FRAME_BARRIER), run where the last allreduce put the rank: in that
+ * version's 3 launches each at 8 B, the barrier alone took 1.32x less
+ * whole-process time, the allreduce alone 1.05x, the two 1.37x.
  */
+
+/* A member of world 4's blocks (rank 3 or 2): its input to its leader
+ * (rank 0 or 1), the result back. */
+static int
+blocks_member(struct sr_ring *ring, struct sr_transfer *x,
+    struct sr_frame frame, const uint8_t *send, uint8_t *recv, size_t bytes,
+    struct sr_error *err)
+{
+	uint32_t leader = ring->rank == 3 ? ring->next : ring->prev;
+
+	x->whole = bytes <= SR_FRAME_MAX;
+	frame.step = SR_STEP_BLOCKS;
+	x->sends[0] = (struct sr_send){ .link = leader, .data = send,
+		.len = bytes, .frame = frame, .gate = -1 };
+	frame.step = SR_STEP_BLOCKS + 2;
+	x->recvs[0] = (struct sr_recv){ .link = leader, .data = recv,
+		.len = bytes, .frame = frame };
+	x->nsends = x->nrecvs = 1;
+	return run(ring, x, err);
+}
+
+/*
+ * A leader of world 4's blocks (rank 0 leads rank 3, its prev; rank 1
+ * rank 2, its next): the member's input folded into mine, in a transfer
+ * of its own (the other leader's fold may come first, and waits its
+ * turn: next_step), then the exchange with the other leader, whose fold
+ * goes on to the member as it is folded.
+ */
+static int
+blocks_leader(struct sr_ring *ring, struct sr_transfer *x,
+    struct sr_frame frame, const uint8_t *send, uint8_t *recv, uint8_t *mine,
+    size_t bytes, struct sr_error *err)
+{
+	bool zero = ring->rank == 0;
+	uint32_t member = zero ? ring->prev : ring->next;
+	uint32_t other = zero ? ring->next : ring->prev;
+	enum sr_dtype dtype = x->dtype;
+	enum sr_op op = x->op;
+
+	x->whole = bytes <= SR_FRAME_MAX;
+	x->next_step = SR_STEP_BLOCKS + 1;
+	frame.step = SR_STEP_BLOCKS;
+	x->recvs[0] = (struct sr_recv){ .link = member, .data = mine,
+		.len = bytes, .frame = frame, .reduce = true, .local = send,
+		.swap = zero };
+	x->nrecvs = 1;
+	x->nsends = 0;
+	if (run(ring, x, err) != 0)
+		return -1;
+	if (sr_ring_plan(ring, 2, x) != 0)
+		return nomem(ring, err);
+	x->dtype = dtype;
+	x->op = op;
+	x->whole = bytes <= SR_FRAME_MAX;
+	frame.step = SR_STEP_BLOCKS + 1;
+	x->sends[0] = (struct sr_send){ .link = other, .data = mine,
+		.len = bytes, .frame = frame, .gate = -1 };
+	x->recvs[0] = (struct sr_recv){ .link = other, .data = recv,
+		.len = bytes, .frame = frame, .reduce = true, .local = mine,
+		.swap = !zero };
+	frame.step = SR_STEP_BLOCKS + 2;
+	x->sends[1] = (struct sr_send){ .link = member, .data = recv,
+		.len = bytes, .frame = frame, .gate = 0 };
+	x->nsends = 2;
+	x->nrecvs = 1;
+	return run(ring, x, err);
+}
+
+/* World 4's blocks: each rank its part (see above). */
 static int
 blocks_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
     size_t count, enum sr_dtype dtype, enum sr_op op, uint8_t kind,
@@ -382,52 +448,15 @@ blocks_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 	uint8_t *mine;
 	struct sr_transfer x;
 	struct sr_frame frame;
-	/* Rank 0 leads rank 3 (its prev), rank 1 leads rank 2 (its next). */
-	uint32_t member = r == 0 ? ring->prev : ring->next;
-	uint32_t other = r == 0 ? ring->next : ring->prev;
 
+	/* Only a leader needs scratch, for its fold. */
 	if (two_frames(ring, r < 2 ? bytes : 0, dtype, op, &x, &frame, &mine,
 	    err) != 0)
 		return -1;
 	frame.kind = kind;
-	x.whole = bytes <= SR_FRAME_MAX;
-	if (r >= 2) {
-		uint32_t leader = r == 3 ? ring->next : ring->prev;
-
-		frame.step = SR_STEP_BLOCKS;
-		x.sends[0] = (struct sr_send){ .link = leader, .data = send,
-			.len = bytes, .frame = frame, .gate = -1 };
-		frame.step = SR_STEP_BLOCKS + 2;
-		x.recvs[0] = (struct sr_recv){ .link = leader, .data = recv,
-			.len = bytes, .frame = frame };
-		x.nsends = x.nrecvs = 1;
-		return run(ring, &x, err);
-	}
-	frame.step = SR_STEP_BLOCKS;
-	x.recvs[0] = (struct sr_recv){ .link = member, .data = mine,
-		.len = bytes, .frame = frame, .reduce = true, .local = send,
-		.swap = r == 0 };
-	x.nrecvs = 1;
-	x.next_step = SR_STEP_BLOCKS + 1;
-	if (run(ring, &x, err) != 0)
-		return -1;
-	if (sr_ring_plan(ring, 2, &x) != 0)
-		return nomem(ring, err);
-	x.dtype = dtype;
-	x.op = op;
-	x.whole = bytes <= SR_FRAME_MAX;
-	frame.step = SR_STEP_BLOCKS + 1;
-	x.sends[0] = (struct sr_send){ .link = other, .data = mine,
-		.len = bytes, .frame = frame, .gate = -1 };
-	x.recvs[0] = (struct sr_recv){ .link = other, .data = recv,
-		.len = bytes, .frame = frame, .reduce = true, .local = mine,
-		.swap = r == 1 };
-	frame.step = SR_STEP_BLOCKS + 2;
-	x.sends[1] = (struct sr_send){ .link = member, .data = recv,
-		.len = bytes, .frame = frame, .gate = 0 };
-	x.nsends = 2;
-	x.nrecvs = 1;
-	return run(ring, &x, err);
+	if (r >= 2)
+		return blocks_member(ring, &x, frame, send, recv, bytes, err);
+	return blocks_leader(ring, &x, frame, send, recv, mine, bytes, err);
 }
 
 /* Whether an allreduce of `bytes` (0: a barrier) goes by blocks. */

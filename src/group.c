@@ -801,13 +801,11 @@ halving_reduce(struct sr_group *g, struct sr_frame frame,
  * barrier too (an allreduce of nothing), the calls after it 1.26-1.60x
  * faster than after doubling's barrier.
  */
-#define GROUP_BLOCKS_MAX (256u << 10)
-
 static bool
 mesh_blocks_pay(const struct sr_ring *ring, size_t bytes)
 {
 	return ring->shared_cores && ring->world == 8 &&
-	    bytes <= GROUP_BLOCKS_MAX;
+	    bytes <= SR_BLOCKS_MAX;
 }
 
 static int

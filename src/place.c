@@ -16,9 +16,10 @@
  * to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
- *   world 4, small (up to 32 KiB)   0 0 1 1   1.15-1.56x (measured as
- *     (recursive doubling)                      0 1 1 0 when its first
- *                                               partners were 0-1, 2-3)
+ *   world 4, small (up to 32 KiB)   0 0 1 1   by symmetry: 0 1 1 0
+ *     (recursive doubling, without            measured 1.15-1.56x when
+ *     shared cores)                           its first partners were
+ *                                             0-1 and 2-3, not since
  *   world 4, by blocks (shared      0 1 1 0   1.16-1.54x from 8 B to
  *     cores, 8 B-256 KiB)                     64 KiB, 256 KiB level
  *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x

@@ -70,5 +70,8 @@ void sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
  * path are out of step at their first frame.
  */
 #define SR_STEP_BLOCKS 0x300u
+/* Blocks take allreduces up to this much: past it the ring or halving
+ * won (world 4: collectives.c, blocks_allreduce; a mesh of 8: group.c). */
+#define SR_BLOCKS_MAX (256u << 10)
 
 #endif

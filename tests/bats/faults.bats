@@ -99,10 +99,11 @@ four_ranks() {
 
 @test "SIGKILL of a member, then of a leader, of 4 ranks on shared cores, small allreduces by blocks: the others exit 5, naming it" {
 	# Rank 3 sends its input to rank 0 and rank 2 to rank 1, the two
-	# leaders exchange: every rank is the ring neighbour of the one
-	# killed, or hears it from one.
-	local r victim
-	allreduce_loop "$BATS_TEST_TMPDIR/s" 20000 1
+	# leaders exchange: every rank is a ring neighbour of the one
+	# killed, or hears it from one.  Enough calls (about 30 us each)
+	# that the loop is still running when the kill lands.
+	local r victim t0 near
+	python3 -c "import sys; sys.stdout.write('allreduce sum f64 1\n' * 300000)" >"$BATS_TEST_TMPDIR/s"
 	for victim in 3 1; do
 		rm -f "$BATS_TEST_TMPDIR"/addr.* "$BATS_TEST_TMPDIR/peers"
 		four_ranks "$BATS_TEST_TMPDIR/s" --shared-cores --timeout 60
@@ -117,6 +118,13 @@ four_ranks() {
 			# Half its --timeout 60: the reset ended it.
 			[ "$WAIT_MS" -le 30000 ]
 			grep -q "rank $victim\b" "$(err $r)"
+		done
+		# Its ring neighbours lose their links to it and name it with
+		# its address: rank 0 alone for rank 3; ranks 0 and 2 for rank 1.
+		near=(0)
+		[ "$victim" -eq 1 ] && near=(0 2)
+		for r in "${near[@]}"; do
+			grep -q "rank $victim (127.0.0.1:[0-9]*)" "$(err $r)"
 		done
 		wait_exit "${RANK_PIDS[$victim]}" 5
 	done
