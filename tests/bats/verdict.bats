@@ -192,6 +192,19 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	exact_either_way 4 6 1M 9
 }
 
+# lengths_named LENGTHS STEP: ranks 0-3 on shared cores, each running
+# its own script s0-s3, all exit 5 out of step, each naming the
+# different lengths as LENGTHS says (a regex ending in a rank), that
+# rank's address and the frame's STEP.
+lengths_named() {
+	local r
+	ring_run 4 --timeout 10 --shared-cores
+	all_out_of_step 4
+	for ((r = 0; r < 4; r++)); do
+		grep -Eq "out of step: reductions of different lengths, $1 \(127\.0\.0\.1:[0-9]+\) in allreduce sum f64 step $2 " "$(err "$r")"
+	done
+}
+
 @test "world 4 on shared cores, inputs of another length: every rank exits 5 naming both lengths and the rank of the other, found by a block's leader or at the leaders' exchange" {
 	local r
 	for r in 0 1 2 3; do
@@ -199,19 +212,11 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	done
 	# Rank 2 alone: its leader, rank 1, takes its input (step 768).
 	printf 'allreduce sum f64 1 2\n' >"$BATS_TEST_TMPDIR/s2"
-	ring_run 4 --timeout 10 --shared-cores
-	all_out_of_step 4
-	for ((r = 0; r < 4; r++)); do
-		grep -Eq "out of step: reductions of different lengths, 8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 2 \(127\.0\.0\.1:[0-9]+\) in allreduce sum f64 step 768 " "$(err "$r")"
-	done
+	lengths_named '8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 2' 768
 	# Ranks 1 and 2, a whole block: the leaders find it at their
 	# exchange (step 769), whichever reads the other first.
 	printf 'allreduce sum f64 1 2\n' >"$BATS_TEST_TMPDIR/s1"
-	ring_run 4 --timeout 10 --shared-cores
-	all_out_of_step 4
-	for ((r = 0; r < 4; r++)); do
-		grep -Eq "out of step: reductions of different lengths, (8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 1|16 bytes \(2 f64\) on this rank, 8 bytes \(1 f64\) on rank 0) \(127\.0\.0\.1:[0-9]+\) in allreduce sum f64 step 769 " "$(err "$r")"
-	done
+	lengths_named '(8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 1|16 bytes \(2 f64\) on this rank, 8 bytes \(1 f64\) on rank 0)' 769
 }
 
 @test "ranks that agree still exit 0 after the goodbyes (world 5)" {
