@@ -348,9 +348,9 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  *   0x302   result <-       A+B -> rank 3     A+B -> rank 2     -> result
  *
  * Every rank gets op(op(x3, x0), op(x1, x2)), the fold of world 4's
- * recursive doubling (pairs_allreduce), with the same kernels: below 64
- * KiB, where ranks that do not share cores take that path, the same
- * bits either way (test_ring).  On a core that runs one rank at a time
+ * recursive doubling (pairs_allreduce): below 64 KiB, where ranks that
+ * do not share cores take that path, the same values either way, and
+ * for max and min the same bits (test_ring).  On a core that runs one rank at a time
  * a frame costs a switch between ranks: here a member runs twice a call
  * and only the leaders' exchange crosses cores, where recursive
  * doubling runs all four ranks at both of its hops and the ring at its

@@ -520,8 +520,11 @@ void sr_ring_close(struct sr_ring *ring);
  * order than the ring's, and below 64 KiB a sum of two NaNs may keep the
  * other payload; at world 4, from 64 KiB to 256 KiB, shared_cores folds
  * in another order than the ring's; on a mesh of 8 or more, mesh and
- * shared_cores choose the fold too).  All ops are treated as
- * commutative; float sums depend on that fold order.
+ * shared_cores choose the fold too).  The one exception: a sum of two
+ * NaNs is a NaN, but which payload it keeps may differ from run to run,
+ * and on the paths where more than one rank folds an element (the
+ * small ones), from rank to rank.  All ops are treated as commutative;
+ * float sums depend on that fold order.
  */
 int sr_allreduce(struct sr_ring *ring, const void *send, void *recv,
     size_t count, enum sr_dtype dtype, enum sr_op op, struct sr_error *err);

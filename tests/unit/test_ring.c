@@ -848,8 +848,14 @@ test_fold_order_is_the_same_on_every_rank(void)
 	 * leaves it open), and the two paths call different kernels (in
 	 * place and out of place), so sums agree only within a path.
 	 * j = 10: world 4 on shared cores, by blocks, which folds as the
-	 * pairs of j = 4 do, with the same kernels: every bit the same,
-	 * sums too (and the ring's, 100003 f64, is the same path).
+	 * pairs of j = 4 do: max and min the same bits (and at 100003 f64,
+	 * where both take the ring).  Not sums: a fold runs over what each
+	 * read brought, and where a read ends decides which elements the
+	 * compiler's widest loop folds and which its narrower tails, whose
+	 * operand order for a commutative add may differ (GCC 12's AVX2
+	 * sum_f64_in swaps them in its 2-wide step); so which payload
+	 * a sum of two NaNs keeps can change from run to run, on any path
+	 * (a chroot's run of this test saw it at 100003 f64, on the ring).
 	 */
 	for (uint32_t j = 2; j <= 10; j++) {
 		uint32_t w = j == 9 ? 3 : j == 10 ? 4 : j;
@@ -888,10 +894,10 @@ test_fold_order_is_the_same_on_every_rank(void)
 		    "f64 with signed zeros and NaNs: the bits on shared cores "
 		    "differ from the both-way path's", sr_op_name(order_ops[k % 3]),
 		    order_counts[0]);
-		CHECKF(bits[10][k] == bits[4][k], "world 4, %s of %zu f64 with "
-		    "signed zeros and NaNs: the bits by blocks differ from those "
-		    "of recursive doubling", sr_op_name(order_ops[k % 3]),
-		    order_counts[k / 3]);
+		CHECKF(k % 3 == 2 || bits[10][k] == bits[4][k], "world 4, %s "
+		    "of %zu f64 with signed zeros and NaNs: the bits by blocks "
+		    "differ from those of recursive doubling",
+		    sr_op_name(order_ops[k % 3]), order_counts[k / 3]);
 	}
 }
 
