@@ -10,7 +10,8 @@
  * three hops where the ranks share cores, at world 4 two hops of
  * recursive doubling, or by blocks where the ranks share cores (to 256
  * KiB, the barrier too).  Each way every element is folded in one fixed
- * order, so results are bitwise identical on every rank.  The frames of a
+ * order, so results are the same on every rank, to the bit but for the
+ * payload a sum of two NaNs keeps (silvic_ring.h).  The frames of a
  * call live in the ring's plan (sr_ring_plan): nothing is allocated per
  * call or per step.
  */
@@ -348,26 +349,25 @@ pairs_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
  *   0x302   result <-       A+B -> rank 3     A+B -> rank 2     -> result
  *
  * Every rank gets op(op(x3, x0), op(x1, x2)), the fold of world 4's
- * recursive doubling (pairs_allreduce): below 64 KiB, where ranks that
- * do not share cores take that path, the same values either way, and
- * for max and min the same bits (test_ring).  On a core that runs one rank at a time
- * a frame costs a switch between ranks: here a member runs twice a call
- * and only the leaders' exchange crosses cores, where recursive
- * doubling runs all four ranks at both of its hops and the ring at its
- * six steps.  Alternating launches of `launch -n 4 bench allreduce -d
- * f64` against the code before it (recursive doubling under 64 KiB,
- * then the ring; the gather's barrier), 7 pairs, the median of the
- * pairs' ratios of the timed call (of the whole process): bound as
- * place.c binds (0 1 1 0), 8 B 1.73x (1.42x), 128 B 1.58x, 2 KiB 1.42x,
- * 8 KiB 1.59x, 32 KiB 1.66x, 64 KiB 2.53x (1.92x), 128 KiB 1.24x, 256
- * KiB 1.13x; left to the kernel (--cpus none), 8 B 1.51x, 64 KiB 2.63x,
- * 256 KiB 1.57x.  Past that (a first version, 5 pairs), bound, 1 MiB
- * 1.21x, 2 MiB 1.20x, 4 MiB 1.05x, 16 MiB 0.87x, 64 MiB 0.92x, and
- * unbound 1 MiB 0.79x: blocks stop at SR_BLOCKS_MAX, where they win
- * bound or not.  The barrier is this with no data (kind
- * SR_FRAME_BARRIER), run where the last allreduce put the rank: in that
- * version's 3 launches each at 8 B, the barrier alone took 1.32x less
- * whole-process time, the allreduce alone 1.05x, the two 1.37x.
+ * recursive doubling (pairs_allreduce): below 64 KiB, where ranks that do
+ * not share cores take that path, the same values either way, and for max
+ * and min the same bits (test_ring).  On a core that runs one rank at a
+ * time a frame costs a switch between ranks: here a member runs twice a
+ * call and only the leaders' exchange crosses cores, where recursive
+ * doubling runs all four ranks at both of its hops and the ring at its six
+ * steps.  Alternating launches of `launch -n 4 bench allreduce -d f64`
+ * against the code before it (recursive doubling under 64 KiB, then the
+ * ring; the gather's barrier), 7 pairs, the median of the pairs' ratios of
+ * the timed call (of the whole process): bound as place.c binds (0 1 1 0),
+ * 8 B 1.73x (1.42x), 128 B 1.58x, 2 KiB 1.42x, 8 KiB 1.59x, 32 KiB 1.66x,
+ * 64 KiB 2.53x (1.92x), 128 KiB 1.24x, 256 KiB 1.13x; left to the kernel
+ * (--cpus none), 8 B 1.51x, 64 KiB 2.63x, 256 KiB 1.57x.  Past that (a
+ * first version, 5 pairs), bound, 1 MiB 1.21x, 2 MiB 1.20x, 4 MiB 1.05x,
+ * 16 MiB 0.87x, 64 MiB 0.92x, and unbound 1 MiB 0.79x: blocks stop at
+ * SR_BLOCKS_MAX, where they win bound or not.  The barrier is this with no
+ * data (kind SR_FRAME_BARRIER), run where the last allreduce put the rank:
+ * in that version's 3 launches each at 8 B, the barrier alone took 1.32x
+ * less whole-process time, the allreduce alone 1.05x, the two 1.37x.
  */
 
 /* A member of world 4's blocks (rank 3 or 2): its input to its leader
@@ -725,8 +725,9 @@ sr_barrier(struct sr_ring *ring, struct sr_error *err)
 	 * each call, 7 pairs alternating) 1.16x faster at 8 B, 1.21x at 128
 	 * B, 1.05x at 2 KiB.  At world 4 two hops of the small path's pairs
 	 * (9 pairs) took them 0.98x at 8 B and 0.92x at 128 B: the gather
-	 * stays there.  A probe's mesh may lack links: its barrier (after a
-	 * directory rendezvous) keeps to the ring's. */
+	 * stays there without shared cores (with them, blocks: below).  A
+	 * probe's mesh may lack links: its barrier (after a directory
+	 * rendezvous) keeps to the ring's. */
 	if (ring->mesh && !ring->probe &&
 	    sr_mesh_allreduce_pays(ring->world, 0, 0))
 		return sr_mesh_barrier(ring, err);

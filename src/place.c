@@ -34,7 +34,8 @@
  *                                                     paths above
  *   world 8, ring                   the kernel's (nothing better seen)
  *
- * Nothing else was measured, so nothing else is bound, and only an
+ * Nothing else is bound (world 4's small path is the one row inferred,
+ * from the blocks' measured placement, not measured itself), and only an
  * allreduce moves a rank: every other collective leaves it where it is.
  */
 #include <sched.h>

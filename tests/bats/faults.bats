@@ -119,8 +119,8 @@ four_ranks() {
 			[ "$WAIT_MS" -le 30000 ]
 			grep -q "rank $victim\b" "$(err $r)"
 		done
-		# Its ring neighbours lose their links to it and name it with
-		# its address: rank 0 alone for rank 3; ranks 0 and 2 for rank 1.
+		# The ranks that wait on it name it with its address: rank 0
+		# (its leader) for rank 3; ranks 0 and 2 for rank 1.
 		near=(0)
 		[ "$victim" -eq 1 ] && near=(0 2)
 		for r in "${near[@]}"; do

@@ -184,7 +184,7 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	done
 }
 
-@test "world 4 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 1 MiB" {
+@test "world 4 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 512 KiB" {
 	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 6' 'allreduce max i32 {rank}' 'expect 3' \
 	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 24 256' \
 	    'allreduce sum f32 0.5 {rank}' 'expect 2 6' 'barrier' 'allreduce sum f64 32K*{rank}' 'expect 32K*6' >"$BATS_TEST_TMPDIR/s"

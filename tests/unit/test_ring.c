@@ -207,8 +207,8 @@ check_allreduces(struct rank_ctx *ctx)
 		if (ctx->job->mesh && w >= 8 && p == w)
 			hlimit = (384u << 10) / es;
 		/* On shared cores, 8 ranks of a mesh and 4 of a ring go by
-		 * blocks up to 256 KiB (the same counts without, so the two
-		 * compare). */
+		 * blocks up to 256 KiB: counts either side of that limit (the
+		 * same counts run without shared cores too). */
 		size_t blimit = (ctx->job->mesh && w == 8) || w == 4 ?
 		    (256u << 10) / es : limit;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
@@ -475,7 +475,7 @@ every_collective(const struct ranks_job *job, const char *what,
 /* Worlds 3 and 4 on their paths for shared cores (world 3's four
  * frames, world 4's blocks): every collective exact and the same on
  * every rank, with and without frame checks.  That they fold as the
- * paths without shared cores do, to the bit, is
+ * paths without shared cores do (max and min to the bit, at 800 B) is
  * test_fold_order_is_the_same_on_every_rank's. */
 static void
 test_collectives_shared_cores(void)
