@@ -472,7 +472,10 @@ run_here(struct launch_job *j)
 		 * (mpi_yield_when_idle); the caller's own value stands. */
 		l.shared_cores = (caller == NULL || caller[0] == '\0') &&
 		    outnumbered;
-		if ((cpus == NULL || cpus[0] == '\0') && outnumbered)
+		/* As many ranks as CPUs are bound too (two on two: each to
+		 * its own, place.c), so from there on they are told. */
+		if ((cpus == NULL || cpus[0] == '\0') &&
+		    j->world >= cores_here())
 			cpus_here(l.cpus, sizeof(l.cpus));
 		rc = launch_ranks_run(&l);
 	}

@@ -73,12 +73,12 @@ const char cli_ring_help[] =
 "                           SILVIC_RING_SHARED_CORES)\n"
 "      --cpus LIST          the CPUs of one host that all the ranks share\n"
 "                           (as taskset -c lists them, e.g. 0,1; or none):\n"
-"                           with more ranks than CPUs each binds itself to\n"
-"                           one, by the path of each allreduce (3 or 4\n"
-"                           ranks on 2 CPUs; otherwise none is bound;\n"
-"                           default: $SILVIC_RING_CPUS, which launch -n\n"
-"                           sets when its ranks outnumber its CPUs, else\n"
-"                           none)\n"
+"                           with as many ranks as CPUs or more each binds\n"
+"                           itself to one, by the path of each allreduce\n"
+"                           (2, 3 or 4 ranks on 2 CPUs; otherwise none is\n"
+"                           bound; default: $SILVIC_RING_CPUS, which\n"
+"                           launch -n sets when its ranks fill or\n"
+"                           outnumber its CPUs, else none)\n"
 "      --tcp-congestion NAME  the links' TCP congestion control: auto (the\n"
 "                           default: reno where the system runs bbr, whose\n"
 "                           pacing slows the ring), system, or a name the\n"
@@ -320,7 +320,7 @@ resolve_shared_cores(struct setup *s)
 }
 
 /* --cpus, else what launch -n said (the CPUs its ranks share, when they
- * outnumber them), else none. */
+ * fill or outnumber them), else none. */
 static int
 resolve_cpus(struct setup *s)
 {

@@ -468,7 +468,24 @@ placement_script() {
 	[[ "$stderr" != *"bound to"* ]]
 }
 
-@test "launch -n says which CPUs its ranks share only when they outnumber them" {
+@test "launch -n of 2 ranks on 2 CPUs binds each rank to its own CPU, and the results stay exact" {
+	local a b
+	two_cpus
+	placement_script 'allreduce max f64 {rank}' 'expect {world}-1'
+	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 2 run -vv \
+		--script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[01]\] line [246]: expect = ok$' <<<"$output")" -eq 6 ]
+	# Once, at the first allreduce, whatever the path after it.
+	bound() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to" <<<"$stderr" | sed 's/.*bound to //' | tr '\n' ','; }
+	[ "$(bound 0)" = "CPU $a," ]
+	[ "$(bound 1)" = "CPU $b," ]
+	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 2 run -vv \
+		--cpus none --script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[01]\] line [246]: expect = ok$' <<<"$output")" -eq 6 ]
+	[[ "$stderr" != *"bound to"* ]]
+}
+
+@test "launch -n says which CPUs its ranks share only when they fill or outnumber them" {
 	local cores n list first last
 	cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 	# As taskset -c lists them: runs of CPUs as ranges ("0-3,6").
@@ -484,10 +501,13 @@ print(",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in out))')
 	first=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
 	last=$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')
 	n=$((cores + 1))
-	run -0 --separate-stderr timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
-	[ "$(grep -c "^\[[0-9]*\] cpus: $list (SILVIC_RING_CPUS)\$" <<<"$output")" -eq "$n" ]
-	run -0 --separate-stderr timeout 60 "$SR" launch -n "$cores" run --dry-run </dev/null
-	[ "$(grep -c '^\[[0-9]*\] cpus: none (the default)$' <<<"$output")" -eq "$cores" ]
+	[ "$cores" -ge 2 ]
+	for w in "$cores" "$n"; do
+		run -0 --separate-stderr timeout 60 "$SR" launch -n "$w" run --dry-run </dev/null
+		[ "$(grep -c "^\[[0-9]*\] cpus: $list (SILVIC_RING_CPUS)\$" <<<"$output")" -eq "$w" ]
+	done
+	run -0 --separate-stderr timeout 60 "$SR" launch -n $((cores - 1)) run --dry-run </dev/null
+	[ "$(grep -c '^\[[0-9]*\] cpus: none (the default)$' <<<"$output")" -eq $((cores - 1)) ]
 	# The caller's own value stands, and the rank's option over it.
 	run -0 --separate-stderr env SILVIC_RING_CPUS=none timeout 60 "$SR" launch -n "$n" run --dry-run </dev/null
 	[ "$(grep -c '^\[[0-9]*\] cpus: none (SILVIC_RING_CPUS)$' <<<"$output")" -eq "$n" ]

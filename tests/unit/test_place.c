@@ -37,6 +37,10 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(3, 2, r, SR_PATH_BLOCKS) == -1);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_LARGE) == -1);
 	}
+	/* Two ranks, each on its own CPU, whatever the path. */
+	for (uint32_t r = 0; r < 2; r++)
+		for (size_t p = 0; p < sizeof(paths) / sizeof(*paths); p++)
+			CHECK(sr_place_index(2, 2, r, paths[p]) == (int)r);
 	/* World 8's doubling over a mesh: by rank bit 2. */
 	for (uint32_t r = 0; r < 8; r++) {
 		CHECK(sr_place_index(8, 2, r, SR_PATH_DOUBLING) == (r >= 4));
@@ -53,10 +57,11 @@ table_is_the_measured_one(void)
 				for (uint32_t r = 0; r < w; r++)
 					CHECK(sr_place_index(w, c, r,
 					    paths[p]) == -1 ||
-					    (c == 2 && (w == 3 || w == 4 ||
+					    (c == 2 && (w <= 4 ||
 					    (w == 8 &&
 					    paths[p] == SR_PATH_DOUBLING))));
 	for (size_t p = 0; p < sizeof(paths) / sizeof(*paths); p++) {
+		CHECK(sr_place_index(2, 2, 2, paths[p]) == -1);
 		CHECK(sr_place_index(4, 2, 4, paths[p]) == -1);
 		CHECK(sr_place_index(8, 2, 8, paths[p]) == -1);
 	}
@@ -171,7 +176,32 @@ world_3_large_goes_back_to_every_cpu(void)
 	CHECK(on_all(&all));
 }
 
-/* A world that fits on its CPUs, or no CPUs given: never bound. */
+/* Two ranks on two CPUs: each on its own from its first allreduce, on
+ * every path, and its CPUs back when the ring closes. */
+static void
+rank_1_of_2_runs_on_the_second_cpu(void)
+{
+	int cpus[2];
+	cpu_set_t all;
+	struct sr_ring *ring = ring_on_two(1, 2, cpus, &all);
+
+	if (ring == NULL)
+		return;
+	sr_place(ring, SR_PATH_KEEP);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(on_all(&all));
+	sr_place(ring, SR_PATH_SMALL);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	CHECK(sched_getcpu() == cpus[1]);
+	sr_place(ring, SR_PATH_RING);
+	sr_place(ring, SR_PATH_LARGE);
+	sr_place(ring, SR_PATH_KEEP);
+	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
+	sr_ring_close(ring);
+	CHECK(on_all(&all));
+}
+
+/* A world of fewer ranks than its CPUs, or no CPUs given: never bound. */
 static void
 a_world_that_fits_is_not_bound(void)
 {
@@ -180,7 +210,7 @@ a_world_that_fits_is_not_bound(void)
 	struct sr_ring *fits, *none;
 
 	two_cpus(cpus, &all);
-	fits = ring_of(1, 2, cpus, 2);
+	fits = ring_of(0, 1, cpus, 2);
 	none = ring_of(2, 4, NULL, 0);
 	CHECK(fits != NULL && none != NULL);
 	if (fits != NULL && none != NULL) {
@@ -247,6 +277,7 @@ main(void)
 	TEST_RUN(table_is_the_measured_one);
 	TEST_RUN(rank_2_of_4_moves_by_path_and_keeps_for_small_transfers);
 	TEST_RUN(world_3_large_goes_back_to_every_cpu);
+	TEST_RUN(rank_1_of_2_runs_on_the_second_cpu);
 	TEST_RUN(a_world_that_fits_is_not_bound);
 	TEST_RUN(a_refused_cpu_ends_the_binding);
 	TEST_RUN(a_refused_cpu_after_a_binding_puts_the_cpus_back);
