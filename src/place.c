@@ -18,12 +18,12 @@
  * to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
- *   world 2, every path         0 1               median level (0.99-1.02x
- *                                                 from 8 B to 16 MiB);
- *                                                 the kernel put both on
- *                                                 one CPU, at 2-3x the
- *                                                 time, in 4 of 200
- *                                                 launches, bound in none
+ *   world 2, every path         0 1               medians 1.00-1.05x from
+ *                                                 8 B to 256 MiB; the
+ *                                                 kernel left both on one
+ *                                                 CPU, at 2-3x the time,
+ *                                                 in 13 of 460 launches,
+ *                                                 bound in none
  *   world 4, small (up to 32 KiB)   0 0 1 1   by symmetry: 0 1 1 0
  *     (recursive doubling, without            measured 1.15-1.56x when
  *     shared cores)                           its first partners were
