@@ -427,8 +427,8 @@ cores_here(void)
 
 /* The CPUs this process may run on, as taskset -c lists them ("0-3,6"),
  * into buf; "" when the kernel does not say or they do not fit (a list
- * of over a hundred ranges; the ranks are then not bound, which only 3
- * or 4 ranks on 2 CPUs would be). */
+ * of over a hundred ranges; the ranks are then not bound, which only 2,
+ * 3 or 4 ranks, or 8 on a mesh, on 2 CPUs would be). */
 static void
 cpus_here(char *buf, size_t size)
 {

@@ -74,8 +74,8 @@ struct launch {
 	 * caller's environment does not say. */
 	bool shared_cores;
 	/* And SILVIC_RING_CPUS=cpus (the CPUs this launch may run on, as
-	 * taskset -c lists them) under the same conditions, unless the
-	 * caller's environment sets it; "" for none. */
+	 * taskset -c lists them) when its ranks fill or outnumber them,
+	 * unless the caller's environment sets it; "" for none. */
 	char cpus[1024];
 	char *list;		/* the address list, once list_len > 0 */
 	size_t list_len;

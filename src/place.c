@@ -8,14 +8,15 @@
  * core hand a frame over with one context switch, two on different cores
  * need both to be running at once.  With as many ranks as cores (two on
  * two) the kernel now and then leaves both on one core for a whole
- * launch, where each hop waits for the other rank's time slice.  The ring wants every link across
- * cores (both ends of each link busy together); world 4's small path
+ * launch, where each hop waits for the other rank's time slice.  The
+ * ring wants every link across cores (both ends of each link busy
+ * together); world 4's small path
  * (recursive doubling) wants its second partners on one core, world 8's
  * doubling and halving over the mesh their first two, and the blocks of
  * worlds 4 and 8 (shared cores) each block on one core.  Measured on 2
- * cores (docs/performance.md, "Ranks that share cores" and "World 8 on
- * a mesh"), each rank's core set by hand or by this table against left
- * to the kernel:
+ * cores (docs/performance.md, "Ranks that share cores", "World 8 on a
+ * mesh" and "World 2's slow launches"), each rank's core set by hand or
+ * by this table against left to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
  *   world 2, every path         0 1               medians 1.00-1.05x from

@@ -37,8 +37,8 @@ sr_place_bulk(uint64_t bytes)
  */
 int sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
     enum sr_path path);
-/* Keeps ring's copy of the shared CPUs (none when the world fits on
- * them, or one is past CPU_SETSIZE); -1 on ENOMEM. */
+/* Keeps ring's copy of the shared CPUs (none when the world has fewer
+ * ranks than them, or one is past CPU_SETSIZE); -1 on ENOMEM. */
 int sr_place_init(struct sr_ring *ring, const int *cpus, uint32_t ncpus);
 /* Puts the thread's CPUs back as they were before the first binding, and
  * frees the copy. */

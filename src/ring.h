@@ -62,7 +62,7 @@ struct sr_ring {
 	bool probe;		 /* a probe's mesh (sr_ring_options.probe_ms),
 				  * which may lack links */
 	/* The CPUs the world's ranks share (sr_ring_options.cpus; none
-	 * when the world fits on them), and the index into them this rank
+	 * when the world has fewer ranks), and the index into them this rank
 	 * is bound to: -1 none (its own CPUs), SR_PLACED_NEVER not yet
 	 * (place.c). */
 	int *cpus;

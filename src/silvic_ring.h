@@ -372,13 +372,14 @@ struct sr_ring_options {
 	const char *const *const *nic_addresses;
 	/*
 	 * The CPUs of one host that every rank of the world runs on
-	 * (launch -n's ranks), ncpus of them, when there are no more than
-	 * ranks: each rank then binds itself to one of them, chosen by the
-	 * path of each allreduce, where that was measured to be faster
+	 * (launch -n's ranks), ncpus of them, when they are no more than
+	 * the ranks: each rank then binds itself to one of them, chosen by
+	 * the path of each allreduce, where that was measured to be faster
 	 * than leaving the ranks to the kernel (at present 2, 3 and 4
-	 * ranks on 2 CPUs, and 8 of a mesh; otherwise, and for every other
-	 * collective, it runs on the CPUs it had).  NULL or a world of
-	 * fewer ranks than CPUs: no binding.
+	 * ranks on 2 CPUs, and 8 of a mesh; otherwise it runs on the CPUs
+	 * it had).  Every other collective leaves it where the last
+	 * allreduce put it.  NULL or a world of fewer ranks than CPUs: no
+	 * binding.
 	 * Only the thread that runs the collectives is bound, and it gets
 	 * its CPUs back when the ring closes.  A CPU the kernel refuses
 	 * ends the binding (sr_ring_bound_cpu says -1); it is never an

@@ -214,6 +214,7 @@ a_world_that_fits_is_not_bound(void)
 	none = ring_of(2, 4, NULL, 0);
 	CHECK(fits != NULL && none != NULL);
 	if (fits != NULL && none != NULL) {
+		CHECK(fits->ncpus == 0);	/* the CPUs not kept */
 		sr_place(fits, SR_PATH_RING);
 		sr_place(none, SR_PATH_SMALL);
 		CHECK(sr_ring_bound_cpu(fits) == -1);
