@@ -422,25 +422,35 @@ placement_script() {
 		"$@" >"$BATS_TEST_TMPDIR/s"
 }
 
+# placed_run N [OPTION...]: that script on N ranks launched on CPUs a and
+# b with -vv, each of its three expects ok on every rank.
+placed_run() {
+	local n=$1
+	shift
+	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n "$n" run -vv \
+		"$@" --script "$BATS_TEST_TMPDIR/s" </dev/null
+	[ "$(grep -c '^\[[0-9]*\] line [246]: expect = ok$' <<<"$output")" -eq $((3 * n)) ]
+}
+
+# moves R: rank R's CPU changes, as -vv says them ("CPU 1,no single CPU,").
+moves() {
+	grep "^\[$1\] silvic-ring: debug: rank $1: bound to" <<<"$stderr" | sed 's/.*bound to //' | tr '\n' ','
+}
+
 @test "launch -n of 4 ranks on 2 CPUs binds each rank by its collective's path, and the results stay exact" {
 	local a b
 	two_cpus
 	placement_script 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2'
-	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
-		--script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
+	placed_run 4
 	# The small allreduces (by blocks: the ranks share the CPUs): ranks
 	# 0 1 1 0 on the two CPUs; the ring's (64K doubles): 0 1 0 1.  Ranks
 	# 0 and 1 never move.
-	bound() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to CPU" <<<"$stderr" | sed 's/.*CPU //' | tr '\n' ' '; }
-	[ "$(bound 0)" = "$a " ]
-	[ "$(bound 1)" = "$b " ]
-	[ "$(bound 2)" = "$b $a $b " ]
-	[ "$(bound 3)" = "$a $b $a " ]
+	[ "$(moves 0)" = "CPU $a," ]
+	[ "$(moves 1)" = "CPU $b," ]
+	[ "$(moves 2)" = "CPU $b,CPU $a,CPU $b," ]
+	[ "$(moves 3)" = "CPU $a,CPU $b,CPU $a," ]
 	# --cpus none, the ranks' own option, turns it off.
-	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 4 run -vv \
-		--cpus none --script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[0-3]\] line [246]: expect = ok$' <<<"$output")" -eq 12 ]
+	placed_run 4 --cpus none
 	[[ "$stderr" != *"bound to"* ]]
 }
 
@@ -450,10 +460,7 @@ placement_script() {
 	# 8 B (doubling), 512 KiB (the ring), 128 KiB (halving).
 	placement_script 'allreduce sum f64 16K*({rank}+1)' \
 		'expect 16K*{world}*({world}+1)/2'
-	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n 8 run -vv \
-		--mesh --script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[0-7]\] line [246]: expect = ok$' <<<"$output")" -eq 24 ]
-	moves() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to" <<<"$stderr" | sed 's/.*bound to //' | tr '\n' ','; }
+	placed_run 8 --mesh
 	for r in 0 1 2 3; do
 		[ "$(moves $r)" = "CPU $a,no single CPU,CPU $a," ]
 	done
@@ -462,9 +469,7 @@ placement_script() {
 	done
 	# Without a mesh the small path is the ring's both-way exchange,
 	# which nothing measured binds.
-	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n 8 run -vv \
-		--script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[0-7]\] line [246]: expect = ok$' <<<"$output")" -eq 24 ]
+	placed_run 8
 	[[ "$stderr" != *"bound to"* ]]
 }
 
@@ -472,16 +477,11 @@ placement_script() {
 	local a b
 	two_cpus
 	placement_script 'allreduce max f64 {rank}' 'expect {world}-1'
-	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 2 run -vv \
-		--script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[01]\] line [246]: expect = ok$' <<<"$output")" -eq 6 ]
+	placed_run 2
 	# Once, at the first allreduce, whatever the path after it.
-	bound() { grep "^\[$1\] silvic-ring: debug: rank $1: bound to" <<<"$stderr" | sed 's/.*bound to //' | tr '\n' ','; }
-	[ "$(bound 0)" = "CPU $a," ]
-	[ "$(bound 1)" = "CPU $b," ]
-	run -0 --separate-stderr timeout 60 taskset -c "$a,$b" "$SR" launch -n 2 run -vv \
-		--cpus none --script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[01]\] line [246]: expect = ok$' <<<"$output")" -eq 6 ]
+	[ "$(moves 0)" = "CPU $a," ]
+	[ "$(moves 1)" = "CPU $b," ]
+	placed_run 2 --cpus none
 	[[ "$stderr" != *"bound to"* ]]
 }
 
