@@ -466,7 +466,8 @@ run_here(struct launch_job *j)
 	int rc;
 
 	if ((rc = launch_ranks_init(&l, j, 0, j->world, 0)) == 0) {
-		bool outnumbered = j->world > cores_here();
+		int cores = cores_here();
+		bool outnumbered = j->world > cores;
 
 		/* Open MPI's mpirun likewise tells oversubscribed ranks
 		 * (mpi_yield_when_idle); the caller's own value stands. */
@@ -475,7 +476,7 @@ run_here(struct launch_job *j)
 		/* As many ranks as CPUs are bound too (two on two: each to
 		 * its own, place.c), so from there on they are told. */
 		if ((cpus == NULL || cpus[0] == '\0') &&
-		    j->world >= cores_here())
+		    j->world >= cores)
 			cpus_here(l.cpus, sizeof(l.cpus));
 		rc = launch_ranks_run(&l);
 	}

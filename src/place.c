@@ -10,10 +10,10 @@
  * two) the kernel now and then leaves both on one core for a whole
  * launch, where each hop waits for the other rank's time slice.  The
  * ring wants every link across cores (both ends of each link busy
- * together); world 4's small path
- * (recursive doubling) wants its second partners on one core, world 8's
- * doubling and halving over the mesh their first two, and the blocks of
- * worlds 4 and 8 (shared cores) each block on one core.  Measured on 2
+ * together); world 4's small path (recursive doubling) wants its second
+ * partners on one core, world 8's doubling and halving over the mesh
+ * their first two, and the blocks of worlds 4 and 8 (shared cores) each
+ * block on one core.  Measured on 2
  * cores (docs/performance.md, "Ranks that share cores", "World 8 on a
  * mesh" and "World 2's slow launches"), each rank's core set by hand or
  * by this table against left to the kernel:
