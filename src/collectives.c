@@ -573,6 +573,8 @@ enum allreduce_algo {
 	AR_ONE,
 	AR_MESH,	/* recursive doubling or halving over the mesh */
 	AR_RING,
+	AR_HALVING,	/* world 4's recursive halving on the ring's links
+			 * (a mesh's too) */
 	AR_PAIRS,	/* world 4's recursive doubling */
 	AR_BLOCKS,	/* world 4's on shared cores */
 	AR_THREE,	/* world 3's on shared cores */
@@ -596,6 +598,8 @@ allreduce_algo(const struct sr_ring *ring, size_t count, size_t es,
 		return AR_MESH;
 	if (blocks_pay(ring, count * es))
 		return AR_BLOCKS;
+	if (ring->world == 4 && sr_halving4_pays(count, count * es))
+		return AR_HALVING;
 	if (!small_enough(ring->world, ring->shared_cores, count * es))
 		return AR_RING;
 	if (ring->world == 4)
@@ -613,6 +617,8 @@ allreduce_place(enum allreduce_algo a, uint64_t bytes)
 	switch (a) {
 	case AR_RING:
 		return sr_place_bulk(bytes);
+	case AR_HALVING:
+		return SR_PATH_HALVING;
 	case AR_MESH:
 		return SR_PATH_DOUBLING;
 	case AR_BLOCKS:
@@ -656,6 +662,9 @@ sr_allreduce(struct sr_ring *ring, const void *send, void *recv, size_t count,
 		    err);
 	case AR_RING:
 		return ring_allreduce(ring, send, recv, count, dtype, op, err);
+	case AR_HALVING:
+		return sr_halving4_allreduce(ring, send, recv, count, dtype,
+		    op, err);
 	case AR_PAIRS:
 		return pairs_allreduce(ring, send, recv, count, dtype, op, err);
 	case AR_BLOCKS:

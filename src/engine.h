@@ -42,9 +42,9 @@ struct sr_recv {
 	uint8_t *data;
 	uint64_t len;
 	/* With reduce: data = op(local, payload); local may be data.  With
-	 * swap too: data = op(payload, local), and local must not be data
-	 * (max and min pick by operand order: a fold order fixed on every
-	 * rank keeps results bitwise identical). */
+	 * swap too: data = op(payload, local) (max and min pick by operand
+	 * order: a fold order fixed on every rank keeps results bitwise
+	 * identical). */
 	const uint8_t *local;
 	bool reduce;
 	bool swap;

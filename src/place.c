@@ -11,11 +11,13 @@
  * launch, where each hop waits for the other rank's time slice.  The
  * ring wants every link across cores (both ends of each link busy
  * together); world 4's small path (recursive doubling) wants its second
- * partners on one core, world 8's doubling and halving over the mesh
+ * partners on one core, so does its halving (its first, which move half
+ * the buffer, across), world 8's doubling and halving over the mesh
  * their first two, and the blocks of worlds 4 and 8 (shared cores) each
  * block on one core.  Measured on 2
  * cores (docs/performance.md, "Ranks that share cores", "World 8 on a
- * mesh" and "World 2's slow launches"), each rank's core set by hand or
+ * mesh", "World 2's slow launches" and "World 4's mid sizes by
+ * halving"), each rank's core set by hand or
  * by this table against left to the kernel:
  *
  *   path                        CPU of ranks 0..  against the kernel's
@@ -32,6 +34,8 @@
  *   world 4, by blocks (shared      0 1 1 0   1.16-1.54x from 8 B to
  *     cores, 8 B-256 KiB)                     64 KiB, 256 KiB level
  *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x
+ *   world 4, halving (256 KiB-4     0 0 1 1   0.99-1.09x; against the
+ *     MiB; group.c)                           ring's 0 1 0 1 1.05-1.32x
  *   world 3, small                  the kernel's (0 1 1: 8 B level)
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)
@@ -59,6 +63,7 @@ sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
     enum sr_path path)
 {
 	static const int four_small[4] = { 0, 0, 1, 1 };
+	static const int four_halving[4] = { 0, 0, 1, 1 };
 	static const int four_blocks[4] = { 0, 1, 1, 0 };
 	static const int four_ring[4] = { 0, 1, 0, 1 };
 	static const int three_ring[3] = { 0, 1, 1 };
@@ -72,6 +77,10 @@ sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
 		return world == 4 ? four_small[rank] : -1;
 	case SR_PATH_BLOCKS:
 		return world == 4 ? four_blocks[rank] : -1;
+	case SR_PATH_HALVING:
+		/* Partners 0-3 and 1-2 (half the buffer) across, then 0-1
+		 * and 3-2 (a quarter) on one core. */
+		return world == 4 ? four_halving[rank] : -1;
 	case SR_PATH_RING:
 		return world == 4 ? four_ring[rank] :
 		    world == 3 ? three_ring[rank] : -1;

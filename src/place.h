@@ -15,6 +15,7 @@ enum sr_path {
 	SR_PATH_LARGE,	/* those of SR_PLACE_LARGE bytes and more */
 	SR_PATH_SMALL,	/* a small allreduce's own path */
 	SR_PATH_BLOCKS,	/* world 4's blocks, on shared cores */
+	SR_PATH_HALVING,	/* world 4's recursive halving, mid sizes */
 	SR_PATH_DOUBLING	/* over a mesh: doubling, halving or blocks */
 };
 

@@ -75,7 +75,8 @@ struct sr_ring {
 	struct sr_group *groups;
 	/* The whole ring as a group of its mesh (id 0, the ring's own
 	 * count), for its small and mid-size allreduces
-	 * (sr_mesh_allreduce); made on first use. */
+	 * (sr_mesh_allreduce), and at 4 ranks, on a plain ring too, for
+	 * its halving (sr_halving4_allreduce); made on first use. */
 	struct sr_group *whole;
 };
 
@@ -112,6 +113,16 @@ void sr_ring_set_link(struct sr_ring *ring, uint32_t index, int fd,
  */
 bool sr_mesh_allreduce_pays(uint32_t world, size_t count, size_t bytes);
 int sr_mesh_allreduce(struct sr_ring *ring, const uint8_t *send,
+    uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
+    struct sr_error *err);
+/*
+ * group.c: whether an allreduce of count elements, `bytes`, at 4 ranks
+ * takes recursive halving then doubling (mid sizes), on a plain ring or
+ * a mesh, over the ring's links (0-3 and 1-2, then 0-1 and 3-2); and
+ * that allreduce, a ring collective as sr_mesh_allreduce is.
+ */
+bool sr_halving4_pays(size_t count, size_t bytes);
+int sr_halving4_allreduce(struct sr_ring *ring, const uint8_t *send,
     uint8_t *recv, size_t count, enum sr_dtype dtype, enum sr_op op,
     struct sr_error *err);
 /* A barrier over the mesh's links (an allreduce of nothing by recursive

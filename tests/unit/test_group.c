@@ -782,6 +782,107 @@ test_halving_different_lengths(void)
 	}
 }
 
+/* A plain ring of 4 reduces count f64 (from 256 KiB, recursive halving
+ * on its links: 0-3 and 1-2, then 0-1 and 3-2), but rank 2 odd_count. */
+static int
+ring4_length_scenario(struct rank_ctx *ctx)
+{
+	const struct length_plan *plan = ctx->job->arg;
+	size_t count = ctx->rank == 2 ? plan->odd_count : plan->count;
+	double *v = calloc(plan->count + plan->odd_count, 8);
+	struct sr_error err;
+	int rc;
+
+	rc = sr_allreduce(ctx->ring, v, v, count, SR_F64, SR_SUM, &err);
+	free(v);
+	return rc == 0 ? 0 : rank_fail(ctx, &err);
+}
+
+/* A plain ring of 4: allreduces either side of halving's limits (256
+ * KiB the ring, from 256 KiB + 8 to 4 MiB halving, past it the ring
+ * again), exact out of place and in place, and halving's sends seen on
+ * the link to the previous rank, which the ring never sends on. */
+static int
+ring4_halving_scenario(struct rank_ctx *ctx)
+{
+	static const size_t counts[] = { 32768, 32769, 300001, 524288,
+		524289 };
+	struct sr_link *prev = &ctx->ring->links[ctx->ring->prev];
+	struct sr_error err;
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c], wrong = 0;
+		bool halving = n > 32768 && n <= 524288;
+		double *v = calloc(2 * n, sizeof(*v));
+		double *out = v + n;
+
+		RCHECK(ctx, v != NULL, "out of memory");
+		if (v == NULL)
+			return -1;
+		for (int place = 0; place < 2; place++) {
+			uint64_t before = prev->tx_bytes;
+			double *into = place ? v : out;
+
+			for (size_t i = 0; i < n; i++) {
+				v[i] = (double)(ctx->rank * n + i);
+				out[i] = -1;
+			}
+			if (sr_allreduce(ctx->ring, v, into, n, SR_F64, SR_SUM,
+			    &err) != 0) {
+				free(v);
+				return rank_fail(ctx, &err);
+			}
+			for (size_t i = 0; i < n; i++)
+				wrong += into[i] != (double)(6 * n + 4 * i);
+			RCHECK(ctx, wrong == 0, "%zu f64 (%s): %zu wrong", n,
+			    place ? "in place" : "out of place", wrong);
+			RCHECK(ctx, (prev->tx_bytes - before >= n * 8 / 4) ==
+			    halving, "%zu f64: %llu bytes to the previous rank, "
+			    "halving %s", n, (unsigned long long)(prev->tx_bytes -
+			    before), halving ? "expected" : "not expected");
+		}
+		free(v);
+	}
+	return 0;
+}
+
+static void
+test_ring4_halving(void)
+{
+	struct ranks_job job = { .world = 4, .deadline_ms = 120000,
+		.scenario = ring4_halving_scenario };
+	struct ranks r;
+
+	if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+		return;
+	ranks_finish(&r);
+	ranks_check_clean(&r, 0xf, true);
+}
+
+/* On a plain ring of 4, halving's partners find other lengths as a
+ * mesh's do: every rank out of step, both lengths named, rank 2 one end
+ * of them (40000 and 40001 elements cut into the same blocks, and
+ * halves that do not match). */
+static void
+test_ring4_halving_different_lengths(void)
+{
+	static const struct length_plan plans[] = {
+		{ 40000, 40001, false }, { 40000, 60000, false },
+	};
+
+	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
+		struct ranks_job job = { .world = 4, .deadline_ms = 120000,
+			.scenario = ring4_length_scenario,
+			.arg = &plans[p] };
+		struct ranks r;
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		lengths_named(&r, 4, 2, &plans[p], p);
+	}
+}
+
 /*
  * Group {0,1,2} runs allreduces until one fails; the parent kills rank 2
  * once the first is through.  Rank 3, outside the group, waits in a ring
@@ -1317,6 +1418,8 @@ main(void)
 	TEST_RUN(test_out_of_step);
 	TEST_RUN(test_different_lengths);
 	TEST_RUN(test_halving_different_lengths);
+	TEST_RUN(test_ring4_halving);
+	TEST_RUN(test_ring4_halving_different_lengths);
 	TEST_RUN(test_member_exits);
 	TEST_RUN(test_member_stops);
 	TEST_RUN(test_heartbeats_across_groups);

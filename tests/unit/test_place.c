@@ -22,10 +22,15 @@ table_is_the_measured_one(void)
 	 * blocks each block (3-0, 1-2). */
 	static const int small4[4] = { 0, 0, 1, 1 }, ring4[4] = { 0, 1, 0, 1 };
 	static const int blocks4[4] = { 0, 1, 1, 0 }, ring3[3] = { 0, 1, 1 };
+	/* World 4's halving: its first partners (3-0, 1-2) across, its
+	 * second (0-1, 3-2) on one core. */
+	static const int halving4[4] = { 0, 0, 1, 1 };
 	static const enum sr_path paths[] = { SR_PATH_RING, SR_PATH_LARGE,
-		SR_PATH_SMALL, SR_PATH_BLOCKS, SR_PATH_DOUBLING };
+		SR_PATH_SMALL, SR_PATH_BLOCKS, SR_PATH_DOUBLING,
+		SR_PATH_HALVING };
 
 	for (uint32_t r = 0; r < 4; r++) {
+		CHECK(sr_place_index(4, 2, r, SR_PATH_HALVING) == halving4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_SMALL) == small4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_BLOCKS) == blocks4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_RING) == ring4[r]);
@@ -36,6 +41,7 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(3, 2, r, SR_PATH_SMALL) == -1);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_BLOCKS) == -1);
 		CHECK(sr_place_index(3, 2, r, SR_PATH_LARGE) == -1);
+		CHECK(sr_place_index(3, 2, r, SR_PATH_HALVING) == -1);
 	}
 	/* Two ranks, each on its own CPU, whatever the path. */
 	for (uint32_t r = 0; r < 2; r++)
@@ -48,6 +54,7 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(8, 2, r, SR_PATH_BLOCKS) == -1);
 		CHECK(sr_place_index(8, 2, r, SR_PATH_RING) == -1);
 		CHECK(sr_place_index(8, 2, r, SR_PATH_LARGE) == -1);
+		CHECK(sr_place_index(8, 2, r, SR_PATH_HALVING) == -1);
 	}
 	/* Nothing else was measured: left to the kernel. */
 	for (uint32_t w = 2; w <= 16; w++)

@@ -208,7 +208,9 @@ check_allreduces(struct rank_ctx *ctx)
 			hlimit = (384u << 10) / es;
 		/* On shared cores, 8 ranks of a mesh and 4 of a ring go by
 		 * blocks up to 256 KiB: counts either side of that limit (the
-		 * same counts run without shared cores too). */
+		 * same counts run without shared cores too).  Past it 4 ranks
+		 * take recursive halving to 4 MiB (its limits: test_group's
+		 * test_ring4_halving), as blimit + 1 and 300007 below do. */
 		size_t blimit = (ctx->job->mesh && w == 8) || w == 4 ?
 		    (256u << 10) / es : limit;
 		size_t counts[] = { 0, 1, 4096 / es - 1, 4096 / es,
