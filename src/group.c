@@ -2,9 +2,10 @@
  * group.c - collectives within a group of a mesh's ranks (silvic_ring.h,
  * "groups"), each written as a transfer for the engine on the links
  * between the members: on a mesh links[r] leads to rank r, so member j's
- * link is its rank.  Nothing here touches a socket; the engine moves the
- * bytes, and a failure fails the whole ring (sr_ring_fail), as on the
- * ring.
+ * link is its rank (on a plain ring of 4, whose halving runs here too,
+ * the link to that neighbour: member_link).  Nothing here touches a
+ * socket; the engine moves the bytes, and a failure fails the whole ring
+ * (sr_ring_fail), as on the ring.
  *
  * Every frame names its kind, the group's id and the group's own count of
  * collectives (seq, from 1), so a frame of another group, or a later
@@ -293,9 +294,10 @@ link_at(const struct sr_group *g, int64_t k)
 	return g->ranks[(((int64_t)g->index + k) % n + n) % n];
 }
 
-/* The link to member m: on a mesh its rank's; on a plain ring (world
- * 4's halving, whose partners are all ring neighbours) whichever of the
- * two leads to it. */
+/* The link to member m: on a mesh its rank's; on a plain ring, whichever
+ * of the two leads to it.  Only world 4's halving runs a group on a plain
+ * ring, and its member order (whole_ring) makes every partner a ring
+ * neighbour; any other member would be the previous rank's link. */
 static uint32_t
 member_link(const struct sr_group *g, uint32_t m)
 {
@@ -603,26 +605,30 @@ whole_ring(struct sr_ring *ring)
 	return g;
 }
 
-/* The lengths ring members announce differ: "... 8 bytes (1 f64) on this
- * rank, 16 bytes (2 f64) on rank P (address) in allreduce sum f64 seq S
- * group G", as the engine says it of whole frames. */
+/* The lengths members announce (on `link`, in the length frame) differ:
+ * "... 8 bytes (1 f64) on this rank, 16 bytes (2 f64) on rank P
+ * (address) in allreduce sum f64 step N seq S", with " group G" on a
+ * group's, as the engine says it of whole frames. */
 static int
 ring_length_error(struct sr_group *g, const struct sr_frame *frame,
-    uint32_t prev, uint64_t mine, uint64_t theirs, enum sr_dtype dtype,
+    uint32_t link, uint64_t mine, uint64_t theirs, enum sr_dtype dtype,
     struct sr_error *err)
 {
-	const struct sr_link *l = &g->ring->links[prev];
+	const struct sr_link *l = &g->ring->links[link];
 	size_t es = sr_dtype_size(dtype);
 	const char *name = sr_dtype_name(dtype);
+	char group[24] = "";
 
+	if (frame->group != 0)
+		snprintf(group, sizeof(group), " group %u", frame->group);
 	sr_error_set(err, SR_EOUT_OF_STEP, SR_PHASE_COLLECTIVE, "out of step: "
 	    "reductions of different lengths, %llu bytes (%llu %s) on this "
 	    "rank, %llu bytes (%llu %s) on rank %u (%s) in allreduce %s %s "
-	    "seq %llu group %u", (unsigned long long)(mine * es),
+	    "step %u seq %llu%s", (unsigned long long)(mine * es),
 	    (unsigned long long)mine, name, (unsigned long long)(theirs * es),
 	    (unsigned long long)theirs, name, l->rank, l->address,
-	    sr_op_name((enum sr_op)frame->op), name,
-	    (unsigned long long)frame->seq, frame->group);
+	    sr_op_name((enum sr_op)frame->op), name, frame->step,
+	    (unsigned long long)frame->seq, group);
 	err->peer = l->rank;
 	err->origin = -1;
 	snprintf(err->peer_address, sizeof(err->peer_address), "%s",
@@ -686,9 +692,10 @@ run_counted(struct sr_group *g, struct sr_transfer *x,
  * MiB) against the ring, 7 pairs, the median of the pairs' ratios ring /
  * halving: 384 KiB 1.37x, 512 KiB 1.48x, 1 MiB 1.52x, 2 MiB 1.62x, 4
  * MiB 1.35x; 5 pairs with halving let run on: 8 MiB 1.04x, 16 MiB
- * 1.00x.  Bound by place.c's 0 0 1 1 (its first partners across cores);
- * the ring's 0 1 0 1 took 1.05-1.32x the time, the kernel's placement
- * 0.99-1.09x.
+ * 1.00x.  It starts where the blocks stop (256 KiB; 256-384 KiB not
+ * measured).  Bound by place.c's 0 0 1 1 (its first partners across
+ * cores); the ring's 0 1 0 1 took 1.05-1.32x the time, the kernel's
+ * placement 0.99-1.09x (level at 384 KiB and 4 MiB).
  */
 #define GROUP_HALVING4_MIN (256u << 10)
 #define GROUP_HALVING4_MAX (4u << 20)
@@ -784,8 +791,9 @@ halving_reduce(struct sr_group *g, struct sr_frame frame,
 	/* Hops alternate between recv and scratch, the last into recv (each
 	 * hop's fold straight in); in place, the first must not fold into
 	 * the input it reads.  At 4 members, which halve up to
-	 * GROUP_HALVING4_MAX, every hop folds into recv (in place staged),
-	 * with no scratch the size of the buffer. */
+	 * GROUP_HALVING4_MAX, every hop folds into recv, with no scratch
+	 * the size of the buffer: a hop whose input is recv (the second
+	 * always, the first in place) stages its payload. */
 	copy = n > 4 && send == recv && hops % 2 == 1;
 	if (n > 4 && (scratch = sr_ring_scratch(g->ring, copy ? 2 * bytes :
 	    bytes)) == NULL)

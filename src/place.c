@@ -34,8 +34,10 @@
  *   world 4, by blocks (shared      0 1 1 0   1.16-1.54x from 8 B to
  *     cores, 8 B-256 KiB)                     64 KiB, 256 KiB level
  *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x
- *   world 4, halving (256 KiB-4     0 0 1 1   0.99-1.09x; against the
- *     MiB; group.c)                           ring's 0 1 0 1 1.05-1.32x
+ *   world 4, halving (256 KiB-4     0 0 1 1   0.99-1.09x (1.07-1.09x
+ *     MiB; group.c)                           from 512 KiB to 2 MiB);
+ *                                             against the ring's 0 1 0
+ *                                             1 1.05-1.32x
  *   world 3, small                  the kernel's (0 1 1: 8 B level)
  *   world 3, ring (128 KiB-2 MiB)   0 1 1     1.05-1.28x
  *   world 3, from 8 MiB             the kernel's (0 1 1: 32 MiB 0.89x)

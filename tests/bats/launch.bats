@@ -414,8 +414,8 @@ two_cpus() {
 	[ "$a" != "$b" ]
 }
 
-# A script of three allreduces, each checked: 8 B, 512 KiB (64K f64,
-# the ring's), then the two statements given.
+# A script of allreduces, each checked: 8 B, 512 KiB (64K f64: world
+# 4's halving, the ring's elsewhere), then the statements given.
 placement_script() {
 	printf '%s\n' 'allreduce sum i64 {rank}+1' 'expect {world}*({world}+1)/2' \
 		'allreduce sum f64 64K*({rank}+1)' 'expect 64K*{world}*({world}+1)/2' \
@@ -423,13 +423,14 @@ placement_script() {
 }
 
 # placed_run N [OPTION...]: that script on N ranks launched on CPUs a and
-# b with -vv, each of its three expects ok on every rank.
+# b with -vv, each of its expects ok on every rank.
 placed_run() {
-	local n=$1
+	local n=$1 expects
 	shift
+	expects=$(grep -c '^expect ' "$BATS_TEST_TMPDIR/s")
 	run -0 --separate-stderr timeout 120 taskset -c "$a,$b" "$SR" launch -n "$n" run -vv \
 		"$@" --script "$BATS_TEST_TMPDIR/s" </dev/null
-	[ "$(grep -c '^\[[0-9]*\] line [246]: expect = ok$' <<<"$output")" -eq $((3 * n)) ]
+	[ "$(grep -c '^\[[0-9]*\] line [0-9]*: expect = ok$' <<<"$output")" -eq $((expects * n)) ]
 }
 
 # moves R: rank R's CPU changes, as -vv says them ("CPU 1,no single CPU,").
@@ -440,15 +441,17 @@ moves() {
 @test "launch -n of 4 ranks on 2 CPUs binds each rank by its collective's path, and the results stay exact" {
 	local a b
 	two_cpus
-	placement_script 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2'
+	placement_script 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2' \
+		'allreduce sum f64 524289*({rank}+1)' 'expect 524289*{world}*({world}+1)/2'
 	placed_run 4
-	# The small allreduces (by blocks: the ranks share the CPUs): ranks
-	# 0 1 1 0 on the two CPUs; the ring's (64K doubles): 0 1 0 1.  Ranks
-	# 0 and 1 never move.
+	# 8 B, 512 KiB, 8 B, 4 MiB + 8 B: the small allreduces (by blocks:
+	# the ranks share the CPUs) on CPUs 0 1 1 0 by rank, halving's (64K
+	# doubles) on 0 0 1 1, the ring's (524289) on 0 1 0 1.  Rank 0 never
+	# moves.
 	[ "$(moves 0)" = "CPU $a," ]
-	[ "$(moves 1)" = "CPU $b," ]
-	[ "$(moves 2)" = "CPU $b,CPU $a,CPU $b," ]
-	[ "$(moves 3)" = "CPU $a,CPU $b,CPU $a," ]
+	[ "$(moves 1)" = "CPU $b,CPU $a,CPU $b," ]
+	[ "$(moves 2)" = "CPU $b,CPU $a," ]
+	[ "$(moves 3)" = "CPU $a,CPU $b,CPU $a,CPU $b," ]
 	# --cpus none, the ranks' own option, turns it off.
 	placed_run 4 --cpus none
 	[[ "$stderr" != *"bound to"* ]]

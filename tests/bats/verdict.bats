@@ -188,7 +188,8 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 6' 'allreduce max i32 {rank}' 'expect 3' \
 	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 24 256' \
 	    'allreduce sum f32 0.5 {rank}' 'expect 2 6' 'barrier' 'allreduce sum f64 32K*{rank}' 'expect 32K*6' >"$BATS_TEST_TMPDIR/s"
-	# By blocks to 256 KiB with shared cores, the ring past it.
+	# By blocks to 256 KiB with shared cores (without them the ring from
+	# 64 KiB), recursive halving past it either way (512 KiB here).
 	exact_either_way 4 6 1M 9
 }
 
@@ -217,6 +218,17 @@ lengths_named() {
 	# exchange (step 769), whichever reads the other first.
 	printf 'allreduce sum f64 1 2\n' >"$BATS_TEST_TMPDIR/s1"
 	lengths_named '(8 bytes \(1 f64\) on this rank, 16 bytes \(2 f64\) on rank 1|16 bytes \(2 f64\) on this rank, 8 bytes \(1 f64\) on rank 0)' 769
+}
+
+@test "world 4, 512 KiB on three ranks and 8 bytes more on rank 2: every rank exits 5 naming both lengths and rank 2 or its halving partner, rank 1" {
+	local r
+	for r in 0 1 2 3; do
+		printf 'allreduce sum f64 64K*1\n' >"$BATS_TEST_TMPDIR/s$r"
+	done
+	printf 'allreduce sum f64 64K*1 1\n' >"$BATS_TEST_TMPDIR/s2"
+	# Recursive halving's first hop pairs 1-2 (and 0-3), each first
+	# telling the other its count (step 512).
+	lengths_named '(524288 bytes \(65536 f64\) on this rank, 524296 bytes \(65537 f64\) on rank 2|524296 bytes \(65537 f64\) on this rank, 524288 bytes \(65536 f64\) on rank 1)' 512
 }
 
 @test "ranks that agree still exit 0 after the goodbyes (world 5)" {
@@ -355,10 +367,17 @@ stop_one() {
 	stop_one 4 3 'barrier' 200000 --shared-cores
 }
 
-@test "SIGSTOP on the ring path (1 MiB), worlds 3, 4 and 8: every survivor names the stopped rank" {
+@test "SIGSTOP on the ring path (1 MiB; world 4 past 4 MiB), worlds 3, 4 and 8: every survivor names the stopped rank" {
 	stop_one 3 0 'allreduce sum f64 128K*1' 3000
-	stop_one 4 2 'allreduce sum f64 128K*1' 3000
+	stop_one 4 2 'allreduce sum f64 524289*1' 800
 	stop_one 8 3 'allreduce sum f64 128K*1' 3000
+}
+
+@test "SIGSTOP on world 4's recursive halving (1 MiB), each rank in turn: every survivor names the stopped rank" {
+	local r
+	for r in 0 1 2 3; do
+		stop_one 4 "$r" 'allreduce sum f64 128K*1' 3000
+	done
 }
 
 @test "a frozen link (world 3): every rank names both its ends" {

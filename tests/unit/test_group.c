@@ -798,20 +798,31 @@ ring4_length_scenario(struct rank_ctx *ctx)
 	return rc == 0 ? 0 : rank_fail(ctx, &err);
 }
 
-/* A plain ring of 4: allreduces either side of halving's limits (256
- * KiB the ring, from 256 KiB + 8 to 4 MiB halving, past it the ring
- * again), exact out of place and in place, and halving's sends seen on
- * the link to the previous rank, which the ring never sends on. */
+/* What this rank has sent on the link to the previous rank, every
+ * stream of it. */
+static uint64_t
+sent_to_prev(struct sr_ring *ring)
+{
+	uint64_t sent = 0;
+
+	for (uint32_t s = 0; s < ring->streams; s++)
+		sent += sr_ring_stream(ring, ring->prev, s)->tx_bytes;
+	return sent;
+}
+
+/* A ring of 4: allreduces either side of halving's limits (256 KiB the
+ * ring, from 256 KiB + 8 to 4 MiB halving, past it the ring again),
+ * exact out of place and in place, and halving's sends seen on the link
+ * to the previous rank, which the ring never sends on. */
 static int
 ring4_halving_scenario(struct rank_ctx *ctx)
 {
 	static const size_t counts[] = { 32768, 32769, 300001, 524288,
 		524289 };
-	struct sr_link *prev = &ctx->ring->links[ctx->ring->prev];
 	struct sr_error err;
 
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-		size_t n = counts[c], wrong = 0;
+		size_t n = counts[c];
 		bool halving = n > 32768 && n <= 524288;
 		double *v = calloc(2 * n, sizeof(*v));
 		double *out = v + n;
@@ -820,8 +831,9 @@ ring4_halving_scenario(struct rank_ctx *ctx)
 		if (v == NULL)
 			return -1;
 		for (int place = 0; place < 2; place++) {
-			uint64_t before = prev->tx_bytes;
+			uint64_t sent = sent_to_prev(ctx->ring);
 			double *into = place ? v : out;
+			size_t wrong = 0;
 
 			for (size_t i = 0; i < n; i++) {
 				v[i] = (double)(ctx->rank * n + i);
@@ -833,29 +845,42 @@ ring4_halving_scenario(struct rank_ctx *ctx)
 				return rank_fail(ctx, &err);
 			}
 			for (size_t i = 0; i < n; i++)
-				wrong += into[i] != (double)(6 * n + 4 * i);
-			RCHECK(ctx, wrong == 0, "%zu f64 (%s): %zu wrong", n,
-			    place ? "in place" : "out of place", wrong);
-			RCHECK(ctx, (prev->tx_bytes - before >= n * 8 / 4) ==
-			    halving, "%zu f64: %llu bytes to the previous rank, "
-			    "halving %s", n, (unsigned long long)(prev->tx_bytes -
-			    before), halving ? "expected" : "not expected");
+				wrong += into[i] != (double)(6 * n + 4 * i) ||
+				    (!place && v[i] != (double)(ctx->rank * n +
+				    i));
+			RCHECK(ctx, wrong == 0, "%zu f64 (%s): %zu wrong (or "
+			    "the input changed)", n, place ? "in place" :
+			    "out of place", wrong);
+			sent = sent_to_prev(ctx->ring) - sent;
+			RCHECK(ctx, (sent >= n * 8 / 4) == halving, "%zu f64: "
+			    "%llu bytes to the previous rank, halving %s", n,
+			    (unsigned long long)sent, halving ? "expected" :
+			    "not expected");
 		}
 		free(v);
 	}
 	return 0;
 }
 
+/* On a plain ring of 4, with one stream and with three (frames
+ * checked), and on a mesh of 4, whose halving takes the same links. */
 static void
 test_ring4_halving(void)
 {
-	struct ranks_job job = { .world = 4, .deadline_ms = 120000,
-		.scenario = ring4_halving_scenario };
 	struct ranks r;
 
-	if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+	for (uint32_t k = 1; k <= 3; k += 2) {
+		struct ranks_job job = { .world = 4, .deadline_ms = 120000,
+			.scenario = ring4_halving_scenario, .streams = k,
+			.integrity = k > 1 };
+
+		if (ranks_open(&r, &job) != 0 || ranks_start(&r) != 0)
+			return;
+		ranks_finish(&r);
+		ranks_check_clean(&r, 0xf, true);
+	}
+	if (!mesh_run(&r, 4, ring4_halving_scenario, NULL))
 		return;
-	ranks_finish(&r);
 	ranks_check_clean(&r, 0xf, true);
 }
 
