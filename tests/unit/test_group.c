@@ -669,16 +669,17 @@ test_out_of_step(void)
 struct length_plan {
 	size_t count, odd_count;
 	bool gather;
+	uint32_t odd;		/* the rank of odd_count */
 };
 
-/* Group {1,2,3} reduces (or gathers) count f64, but rank 3 odd_count;
- * rank 0, outside it, then fails in the ring's barrier. */
+/* Group {1,2,3} reduces (or gathers) count f64, but rank plan->odd
+ * (3) odd_count; rank 0, outside it, then fails in the ring's barrier. */
 static int
 length_scenario(struct rank_ctx *ctx)
 {
 	const struct length_plan *plan = ctx->job->arg;
 	struct sr_group *g = make_group(ctx, &mixed[2]);
-	size_t count = ctx->rank == 3 ? plan->odd_count : plan->count;
+	size_t count = ctx->rank == plan->odd ? plan->odd_count : plan->count;
 	double *v = calloc(plan->count + plan->odd_count, 8 * 3);
 	struct sr_error err;
 	int rc = 0;
@@ -735,7 +736,8 @@ static void
 test_different_lengths(void)
 {
 	static const struct length_plan plans[] = {
-		{ 1, 2, false }, { 20000, 20001, false }, { 3, 5, true },
+		{ 1, 2, false, 3 }, { 20000, 20001, false, 3 },
+		{ 3, 5, true, 3 },
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
@@ -747,13 +749,12 @@ test_different_lengths(void)
 	}
 }
 
-/* The whole mesh of 8 reduces count f64 (recursive halving, then
- * doubling), but rank 5 odd_count. */
+/* The whole ring reduces count f64, but rank plan->odd odd_count. */
 static int
-halving_length_scenario(struct rank_ctx *ctx)
+whole_length_scenario(struct rank_ctx *ctx)
 {
 	const struct length_plan *plan = ctx->job->arg;
-	size_t count = ctx->rank == 5 ? plan->odd_count : plan->count;
+	size_t count = ctx->rank == plan->odd ? plan->odd_count : plan->count;
 	double *v = calloc(plan->count + plan->odd_count, 8);
 	struct sr_error err;
 	int rc;
@@ -763,39 +764,24 @@ halving_length_scenario(struct rank_ctx *ctx)
 	return rc == 0 ? 0 : rank_fail(ctx, &err);
 }
 
-/* Lengths whose halves match (8001 elements cut as 8000 are) and whose
- * halves do not: every rank fails out of step with both lengths, and
- * rank 5 is one end of them. */
+/* On a mesh of 8 (recursive halving, then doubling), lengths whose
+ * halves match (8001 elements cut as 8000 are) and whose halves do not:
+ * every rank fails out of step with both lengths, and rank 5 is one end
+ * of them. */
 static void
 test_halving_different_lengths(void)
 {
 	static const struct length_plan plans[] = {
-		{ 8000, 8001, false }, { 8000, 12000, false },
+		{ 8000, 8001, false, 5 }, { 8000, 12000, false, 5 },
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
 		struct ranks r;
 
-		if (!mesh_run(&r, 8, halving_length_scenario, &plans[p]))
+		if (!mesh_run(&r, 8, whole_length_scenario, &plans[p]))
 			return;
 		lengths_named(&r, 8, 5, &plans[p], p);
 	}
-}
-
-/* A plain ring of 4 reduces count f64 (from 256 KiB, recursive halving
- * on its links: 0-3 and 1-2, then 0-1 and 3-2), but rank 2 odd_count. */
-static int
-ring4_length_scenario(struct rank_ctx *ctx)
-{
-	const struct length_plan *plan = ctx->job->arg;
-	size_t count = ctx->rank == 2 ? plan->odd_count : plan->count;
-	double *v = calloc(plan->count + plan->odd_count, 8);
-	struct sr_error err;
-	int rc;
-
-	rc = sr_allreduce(ctx->ring, v, v, count, SR_F64, SR_SUM, &err);
-	free(v);
-	return rc == 0 ? 0 : rank_fail(ctx, &err);
 }
 
 /* What this rank has sent on the link to the previous rank, every
@@ -884,20 +870,21 @@ test_ring4_halving(void)
 	ranks_check_clean(&r, 0xf, true);
 }
 
-/* On a plain ring of 4, halving's partners find other lengths as a
- * mesh's do: every rank out of step, both lengths named, rank 2 one end
- * of them (40000 and 40001 elements cut into the same blocks, and
+/* On a plain ring of 4 (from 256 KiB, recursive halving on its links:
+ * 0-3 and 1-2, then 0-1 and 3-2), halving's partners find other lengths
+ * as a mesh's do: every rank out of step, both lengths named, rank 2 one
+ * end of them (40000 and 40001 elements cut into the same blocks, and
  * halves that do not match). */
 static void
 test_ring4_halving_different_lengths(void)
 {
 	static const struct length_plan plans[] = {
-		{ 40000, 40001, false }, { 40000, 60000, false },
+		{ 40000, 40001, false, 2 }, { 40000, 60000, false, 2 },
 	};
 
 	for (size_t p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
 		struct ranks_job job = { .world = 4, .deadline_ms = 120000,
-			.scenario = ring4_length_scenario,
+			.scenario = whole_length_scenario,
 			.arg = &plans[p] };
 		struct ranks r;
 
