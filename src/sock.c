@@ -563,13 +563,6 @@ sr_sock_notsent_lowat(int fd, int bytes)
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof(bytes));
 }
 
-void
-sr_sock_buffers(int fd, int bytes)
-{
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
-}
-
 /* ------------------------------------------------------------------ I/O */
 
 ssize_t

@@ -84,8 +84,6 @@ void sr_sock_ends(int fd, char *local, char *remote, size_t size);
  * was given wait unsent (so poll says it can take data only when it can
  * send soon); best effort. */
 void sr_sock_notsent_lowat(int fd, int bytes);
-/* Buffer sizes; best effort. */
-void sr_sock_buffers(int fd, int bytes);
 /* Sets the congestion control; -1 with why (what the kernel offers or
  * allows; why may be NULL) when it cannot. */
 int sr_sock_set_congestion(int fd, const char *name, char *why,
