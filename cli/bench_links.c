@@ -547,9 +547,15 @@ bench_links_run(struct sr_ring *ring, char **addresses,
 	p.max_bytes = o->maxbytes_set ? o->maxbytes : BENCH_LINK_BYTES;
 	p.iters = o->iters_set ? o->iters : BENCH_LINK_ITERS;
 	p.warmup = o->warmup_set ? o->warmup : BENCH_LINK_WARMUP;
-	if ((rc = allocate(&p, o->json)) == EXIT_OK)
+	if ((rc = allocate(&p, o->json)) == EXIT_OK) {
+		/* Every stream measured, even where this rank would keep a
+		 * link's pieces on one (sr_ring_spread_always). */
+		bool was = sr_ring_spread_always(ring, true);
+
 		rc = measure(&p) != 0 ? cli_report(&p.err, o->json) :
 		    verdict(&p, o, addresses, out, r);
+		sr_ring_spread_always(ring, was);
+	}
 	free(p.buf);
 	free(p.times);
 	free(p.wire);

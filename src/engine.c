@@ -61,6 +61,7 @@ sr_engine_new(const struct sr_engine_config *config)
 	e->c = *config;
 	e->streams = streams;
 	e->spin_ns = SR_SPIN_NS;
+	sr_spread_init(&e->spread);
 	return e;
 }
 
@@ -82,6 +83,12 @@ void
 sr_engine_set_timeout(struct sr_engine *e, int64_t timeout_ms)
 {
 	e->c.timeout_ms = timeout_ms;
+}
+
+struct sr_spread *
+sr_engine_spread(struct sr_engine *e)
+{
+	return &e->spread;
 }
 
 const struct sr_abort *
@@ -266,7 +273,9 @@ send_failed(struct run *r, uint32_t link, struct sr_error *err)
  * of 3 runs) the first idle stream taking each piece gave 2.55-3.33x
  * (one stream handed three of a step's eight pieces, another one), this
  * 3.91x and 3.96x; on loopback it measured the same as the first idle
- * stream (alternating call by call, 16 MiB and 256 MiB, within 2%).
+ * stream (alternating call by call, 16 MiB and 256 MiB, within 2%).  A
+ * transfer that does not spread (spread.c) keeps every piece on k, which
+ * pump_out makes its link's first stream.
  */
 static uint32_t
 least_queued(const struct run *r, uint32_t link, uint32_t k,
@@ -274,7 +283,7 @@ least_queued(const struct run *r, uint32_t link, uint32_t k,
 {
 	uint64_t best = 0;
 
-	if (r->e->streams == 1 || s->len <= r->frame_max)
+	if (r->e->streams == 1 || s->len <= r->frame_max || !r->spread)
 		return k;
 	best = sr_link_queued(run_link(r, k));
 	if (best < r->frame_max / 4)
@@ -337,6 +346,10 @@ pump_out(struct run *r, uint32_t k, struct sr_error *err)
 				c->send = next_send(r, c->send + 1, link);
 				continue;
 			}
+			/* Unspread, the link's other streams take no
+			 * piece; what they carry goes on. */
+			if (!r->spread && run_stream_of(r, k) != 0)
+				break;
 			if ((to = least_queued(r, link, k, s)) != k) {
 				if (!start_piece(r, run_link(r, to), s))
 					break;
@@ -726,7 +739,12 @@ start(struct run *r, struct sr_error *err)
 	if (r->heartbeat_ns > SR_HEARTBEAT_MAX_NS)
 		r->heartbeat_ns = SR_HEARTBEAT_MAX_NS;
 	r->progress_ns = now;
+	r->start_ns = now;
+	r->waited_ns = 0;
+	r->spread = r->e->streams > 1 && sr_spread_starts(&r->e->spread);
+	r->send_bytes = 0;
 	for (int i = 0; i < x->nsends; i++) {
+		r->send_bytes += x->sends[i].len;
 		x->sends[i].off = 0;
 		x->sends[i].started = false;
 	}
@@ -828,6 +846,31 @@ wait_idle(struct run *r, int64_t *spin_until, struct sr_error *err)
 	return 0;
 }
 
+/* A wait that began at `since` is over: what it adds to the transfer's
+ * waiting, and whether an unspread transfer spreads from now on. */
+static void
+waited(struct run *r, int64_t since)
+{
+	int64_t now = sr_clock_ns();
+
+	r->waited_ns += now - since;
+	if (!r->spread && r->e->streams > 1 &&
+	    sr_spread_midway(now - r->start_ns, r->waited_ns))
+		r->spread = true;
+}
+
+/* A transfer finished: with several streams, one that sent enough to
+ * tell goes into the verdict on the next. */
+static int
+done(struct run *r)
+{
+	if (r->e->streams > 1 &&
+	    r->send_bytes >= SR_SPREAD_FRAMES * r->frame_max)
+		sr_spread_judge(&r->e->spread, sr_clock_ns() - r->start_ns,
+		    r->waited_ns);
+	return 0;
+}
+
 int
 sr_engine_run(struct sr_engine *e, struct sr_transfer *xfer,
     struct sr_error *err)
@@ -851,7 +894,7 @@ sr_engine_run(struct sr_engine *e, struct sr_transfer *xfer,
 		if ((moved = pass(&r, in, out, err)) < 0)
 			return -1;
 		if (finished(&r))
-			return 0;
+			return done(&r);
 		if (moved > 0) {
 			now = sr_clock_ns();
 			note_alive(&r, in, out, now);
@@ -867,7 +910,10 @@ sr_engine_run(struct sr_engine *e, struct sr_transfer *xfer,
 		}
 		/* Only once nothing moves: while data flows, an extra recv on
 		 * a quiet socket each pass would be a syscall wasted. */
-		if ((rc = wait_idle(&r, &spin_until, err)) != 0)
-			return rc < 0 ? -1 : 0;
+		now = sr_clock_ns();
+		rc = wait_idle(&r, &spin_until, err);
+		waited(&r, now);
+		if (rc != 0)
+			return rc < 0 ? -1 : done(&r);
 	}
 }

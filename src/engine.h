@@ -130,8 +130,9 @@ struct sr_engine_config {
 	/* Connections per link (0 counts as 1): links holds nlinks x
 	 * streams, stream s of link i at i + s * nlinks, and a transfer's
 	 * link indexes name links (< nlinks).  With more than one, a send's
-	 * pieces go on whichever stream can take one first, each carrying
-	 * its place (sr_frame.piece, in the wide header). */
+	 * pieces go on whichever stream can take one first while this rank
+	 * waits on its links, else on each link's first (sr_engine_spread),
+	 * each carrying its place (sr_frame.piece, in the wide header). */
 	uint32_t streams;
 };
 
@@ -142,6 +143,10 @@ struct sr_engine;
 struct sr_engine *sr_engine_new(const struct sr_engine_config *config);
 void sr_engine_free(struct sr_engine *engine);
 void sr_engine_set_timeout(struct sr_engine *engine, int64_t timeout_ms);
+/* With several streams, whether a transfer's pieces spread over them
+ * (spread.h): the engine's verdict, which it keeps up itself; the ring
+ * sets `always`, a test the rest. */
+struct sr_spread *sr_engine_spread(struct sr_engine *engine);
 
 /*
  * Runs a transfer to completion (0) or failure (-1 with err; the caller

@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "spread.h"
 #include "transport.h"
 
 /*
@@ -53,6 +54,7 @@ struct sr_engine {
 	struct sr_cursor *cursor;	/* by link index */
 	struct sr_stream *stream;	/* by connection */
 	int64_t spin_ns;	/* busy-poll this long before sleeping */
+	struct sr_spread spread;	/* whether pieces go on every stream */
 	/* The abort this rank heard first, forwarded verbatim. */
 	struct sr_abort heard;
 	bool heard_abort;
@@ -66,6 +68,12 @@ struct run {
 	uint64_t frame_max;	/* payload bytes a frame carries at most */
 	int64_t heartbeat_ns;	/* a waiting rank's heartbeat period */
 	int64_t progress_ns;	/* when payload last moved */
+	/* With several streams: whether this transfer's pieces go on every
+	 * stream of a link or stay on its first (spread.c), and what it
+	 * has spent waiting so far. */
+	bool spread;
+	int64_t start_ns, waited_ns;
+	uint64_t send_bytes;	/* what this rank sends in it */
 };
 
 /* The link a connection belongs to, and which of its streams it is. */

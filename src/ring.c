@@ -21,6 +21,7 @@
 #include "place.h"
 #include "ring.h"
 #include "sock.h"
+#include "spread.h"
 #include "transport.h"
 #include "wire.h"
 
@@ -373,6 +374,20 @@ uint32_t
 sr_ring_streams(const struct sr_ring *ring)
 {
 	return ring->streams > 0 ? ring->streams : 1;
+}
+
+bool
+sr_ring_spread_always(struct sr_ring *ring, bool always)
+{
+	struct sr_spread *s;
+	bool was;
+
+	if (ring == NULL || ring->engine == NULL)
+		return false;
+	s = sr_engine_spread(ring->engine);
+	was = s->always;
+	s->always = always;
+	return was;
 }
 
 int

@@ -351,7 +351,8 @@ struct sr_ring_options {
 	 * is that many TCP connections, each authenticated and checked like
 	 * a link, and a collective's sends are cut into pieces that go on
 	 * whichever of them can take data first, so one slow or stalled
-	 * connection costs only its own share.  For links one flow cannot
+	 * connection costs only its own share (while this rank waits on
+	 * them: sr_ring_spread_always).  For links one flow cannot
 	 * fill (a flow capped by a shaper, or by one core's TCP processing
 	 * on a fast NIC).  Every rank must agree (SR_EREJECTED otherwise,
 	 * naming both counts).  One, the default, keeps a plain ring
@@ -466,6 +467,19 @@ int sr_ring_bound_cpu(const struct sr_ring *ring);
 
 /* Connections per link (sr_ring_options.streams; 1 in a world of one). */
 uint32_t sr_ring_streams(const struct sr_ring *ring);
+
+/*
+ * With several streams a collective's pieces go over all of a link's
+ * connections only while this rank waits on them (a quarter of its large
+ * transfers' time; a tenth once they spread): a rank that is itself the
+ * limit, never waiting for room or data, gains nothing from more sockets
+ * and keeps its pieces on the first.  A transfer kept there spreads once
+ * it has run 2 ms and spent a quarter of that waiting (a stalled first
+ * stream).  always spreads every transfer whatever this rank's waiting,
+ * to measure each stream (bench links).  Returns the setting it
+ * replaced; false in a world of one, where nothing spreads.
+ */
+bool sr_ring_spread_always(struct sr_ring *ring, bool always);
 
 /* One connection of a link, as its counters and the kernel see it. */
 struct sr_stream_stats {

@@ -26,6 +26,7 @@
 #include "ring.h"
 #include "wire.h"
 #include "sock.h"
+#include "spread.h"
 #include "crc32c.h"
 
 #define RANK 1
@@ -1497,6 +1498,114 @@ out:
 	free(buf);
 }
 
+/* Rank 2's side of the test below: reads whole frames off its ends of
+ * rank 1's streams, keeping each broadcast piece at its place. */
+struct spread_reader {
+	struct fake_streams *f;
+	uint8_t *got;
+	size_t want;		/* the broadcast's bytes */
+	size_t pieces[STREAMS];	/* pieces read, by stream */
+	bool stream1_first;	/* a piece on stream 1 before 0 was read */
+	bool ok;
+};
+
+/* One frame off stream st; its payload at its piece's place if it is the
+ * broadcast's (heartbeats carry none). */
+static bool
+get_frame(struct spread_reader *r, int st)
+{
+	uint8_t header[SR_FRAME_WIDE_LEN];
+	struct sr_frame frame;
+	size_t at;
+
+	if (get(r->f->far[SR_NEXT][st], header, sizeof(header),
+	    TIMEOUT_MS) != 0)
+		return false;
+	sr_frame_decode_wide(header, &frame);
+	if (frame.length == 0)
+		return true;
+	at = (size_t)frame.piece * PIECE;
+	if (frame.kind != SR_FRAME_BROADCAST || at >= r->want ||
+	    frame.length > r->want - at)
+		return false;
+	if (get(r->f->far[SR_NEXT][st], r->got + at, (size_t)frame.length,
+	    TIMEOUT_MS) != 0)
+		return false;
+	r->pieces[st]++;
+	return true;
+}
+
+static void *
+read_stream_1_first(void *arg)
+{
+	struct spread_reader *r = arg;
+	size_t n = r->want / PIECE;
+
+	/* Stream 0 left unread: rank 1's first piece fills it, and the
+	 * rank waits. */
+	while (r->pieces[1] == 0 && get_frame(r, 1))
+		;
+	r->stream1_first = r->pieces[1] > 0;
+	while (r->pieces[0] + r->pieces[1] < n) {
+		struct pollfd fds[STREAMS];
+
+		for (int st = 0; st < STREAMS; st++)
+			fds[st] = (struct pollfd){ .fd = r->f->far[SR_NEXT][st],
+				.events = POLLIN };
+		if (poll(fds, STREAMS, TIMEOUT_MS) <= 0)
+			return NULL;
+		for (int st = 0; st < STREAMS; st++)
+			if ((fds[st].revents & POLLIN) && !get_frame(r, st))
+				return NULL;
+	}
+	r->ok = true;
+	return NULL;
+}
+
+/*
+ * A rank that kept its pieces on a link's first stream (it did not wait
+ * on earlier transfers: spread.c) and now waits on it, the stream not
+ * read, puts the rest on stream 1 within milliseconds: a stalled first
+ * stream holds only what it had.  The broadcast arrives whole and the
+ * waiting it did is judged: the next transfer spreads from the start.
+ */
+static void
+unspread_transfer_that_waits_spreads_midway(void)
+{
+	size_t want = 4 * PIECE;
+	uint8_t *sent = malloc(want), *got = calloc(1, want);
+	struct fake_streams f;
+	struct spread_reader r = { .f = &f, .got = got, .want = want };
+	struct sr_spread *spread;
+	struct sr_error err;
+	pthread_t t;
+
+	CHECK(sent != NULL && got != NULL);
+	if (sent == NULL || got == NULL || fake_streams_open(&f) != 0)
+		goto out;
+	/* The verdict after four transfers that never waited. */
+	spread = sr_engine_spread(f.ring->engine);
+	for (int i = 0; i < 4; i++)
+		sr_spread_judge(spread, 100000000, 0);
+	CHECK(!sr_spread_starts(spread));
+	fill_pattern(sent, want, 3);
+	CHECK(pthread_create(&t, NULL, read_stream_1_first, &r) == 0);
+	CHECKF(sr_broadcast(f.ring, sent, want, RANK, &err) == 0, "%s",
+	    err.message);
+	pthread_join(t, NULL);
+	CHECK(r.ok);
+	CHECKF(r.stream1_first, "pieces by stream: %zu, %zu", r.pieces[0],
+	    r.pieces[1]);
+	CHECK(memcmp(got, sent, want) == 0);
+	CHECKF(spread->wait_permille >= SR_SPREAD_ON, "waited %d per mille",
+	    spread->wait_permille);
+	CHECK(sr_spread_starts(spread));
+	fake_streams_close(&f);
+out:
+	free(sent);
+	free(got);
+}
+
 /* A goodbye of fewer collectives than the one under way is out of step at
  * once on a link of several streams too, naming the count. */
 static void
@@ -1540,6 +1649,7 @@ main(void)
 	TEST_RUN(goodbye_overtaking_a_piece_on_another_stream_waits);
 	TEST_RUN(goodbye_of_fewer_collectives_on_a_stream_is_out_of_step);
 	TEST_RUN(stream_ending_before_the_last_piece_on_another_waits);
+	TEST_RUN(unspread_transfer_that_waits_spreads_midway);
 	TEST_RUN(failure_is_told_to_both_neighbours);
 	TEST_RUN(abort_from_peer_reports_origin);
 	TEST_RUN(abort_fed_one_byte_at_a_time);
