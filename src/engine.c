@@ -829,6 +829,11 @@ wait_idle(struct run *r, int64_t *spin_until, struct sr_error *err)
 	if (check_silence(r, now, &wake, err) != 0 ||
 	    heartbeats(r, now, &wake, err) != 0)
 		return -1;
+	/* Unspread, the transfer spreads once nothing has moved for a while
+	 * (waited): a stalled first stream sends no news to wake on. */
+	if (!r->spread && r->e->streams > 1 &&
+	    r->progress_ns + SR_SPREAD_AFTER_NS < wake)
+		wake = r->progress_ns + SR_SPREAD_AFTER_NS;
 	wait_for(r, fds);
 	if (r->e->spin_ns > 0 && *spin_until == 0)
 		*spin_until = now + r->e->spin_ns;
@@ -855,7 +860,8 @@ waited(struct run *r, int64_t since)
 
 	r->waited_ns += now - since;
 	if (!r->spread && r->e->streams > 1 &&
-	    sr_spread_midway(now - r->start_ns, r->waited_ns))
+	    sr_spread_midway(now - r->start_ns, r->waited_ns,
+	    now - r->progress_ns))
 		r->spread = true;
 }
 

@@ -474,8 +474,9 @@ uint32_t sr_ring_streams(const struct sr_ring *ring);
  * transfers' time; a tenth once they spread): a rank that is itself the
  * limit, never waiting for room or data, gains nothing from more sockets
  * and keeps its pieces on the first.  A transfer kept there spreads once
- * it has run 2 ms and spent a quarter of that waiting (a stalled first
- * stream).  always spreads every transfer whatever this rank's waiting,
+ * nothing has moved for 2 ms (a stalled first stream), or once it has
+ * run 2 ms and spent a quarter of that waiting.  always spreads every
+ * transfer whatever this rank's waiting,
  * to measure each stream (bench links).  Returns the setting it
  * replaced; false in a world of one, where nothing spreads.
  */

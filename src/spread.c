@@ -32,8 +32,12 @@
  * rank never sleeps), and judged alone it kept the next three on one
  * stream (16 MiB: 0.66-0.72 GB/s against 0.79-0.82 spread).  A transfer
  * that started on one stream spreads as soon as it has waited a quarter
- * of its time, so a stalled or slow first stream costs it milliseconds,
- * not its share.
+ * of its time (a capped first stream: many short waits), or nothing has
+ * moved for 2 ms (a stalled one, however long the transfer ran before),
+ * so a stalled or slow first stream costs it milliseconds, not its share.
+ * Waiting for a peer that comes late to the collective counts too: a
+ * rank that is early in every call spreads whether or not its links are
+ * the limit (what it pays is what spreading cost before, no more).
  */
 #include "spread.h"
 
@@ -52,8 +56,10 @@ sr_spread_starts(const struct sr_spread *s)
 }
 
 bool
-sr_spread_midway(int64_t elapsed_ns, int64_t waited_ns)
+sr_spread_midway(int64_t elapsed_ns, int64_t waited_ns, int64_t still_ns)
 {
+	if (still_ns >= SR_SPREAD_AFTER_NS)
+		return true;
 	return elapsed_ns >= SR_SPREAD_AFTER_NS &&
 	    waited_ns * 1000 >= elapsed_ns * (int64_t)SR_SPREAD_ON;
 }

@@ -19,8 +19,9 @@ struct sr_spread {
 /* Spreading starts off where it tells nothing: a transfer judged only
  * when this rank sends at least this many frames on it. */
 #define SR_SPREAD_FRAMES 4u
-/* A transfer that started on one stream spreads once it has run this
- * long, waiting a quarter of it (SR_SPREAD_ON). */
+/* A transfer that started on one stream spreads once nothing has moved
+ * for this long, or once it has run this long and waited a quarter of
+ * it (SR_SPREAD_ON). */
 #define SR_SPREAD_AFTER_NS 2000000
 /* The smoothed share of a transfer spent waiting, per mille, at or above
  * which spreading starts, and below which it stops. */
@@ -34,8 +35,11 @@ void sr_spread_init(struct sr_spread *s);
 /* Whether a transfer starting now spreads its pieces. */
 bool sr_spread_starts(const struct sr_spread *s);
 /* Whether a transfer that started on one stream spreads from now on,
- * having run elapsed_ns and waited waited_ns of it. */
-bool sr_spread_midway(int64_t elapsed_ns, int64_t waited_ns);
+ * having run elapsed_ns and waited waited_ns of it, the last still_ns
+ * with nothing moved (the engine wakes to ask when still_ns would reach
+ * SR_SPREAD_AFTER_NS). */
+bool sr_spread_midway(int64_t elapsed_ns, int64_t waited_ns,
+    int64_t still_ns);
 /* Takes a finished transfer's share of waiting into the verdict. */
 void sr_spread_judge(struct sr_spread *s, int64_t elapsed_ns,
     int64_t waited_ns);

@@ -1565,9 +1565,11 @@ read_stream_1_first(void *arg)
 /*
  * A rank that kept its pieces on a link's first stream (it did not wait
  * on earlier transfers: spread.c) and now waits on it, the stream not
- * read, puts the rest on stream 1 within milliseconds: a stalled first
- * stream holds only what it had.  The broadcast arrives whole and the
- * waiting it did is judged: the next transfer spreads from the start.
+ * read, puts the rest on stream 1: a stalled first stream holds only
+ * what it had.  (How soon, 2 ms with nothing moved, is spread.c's rule
+ * and its test's; a timed bound here would be a wall-clock bound.)  The
+ * broadcast arrives whole and the waiting it did is judged: the next
+ * transfer spreads from the start.
  */
 static void
 unspread_transfer_that_waits_spreads_midway(void)

@@ -145,13 +145,28 @@ odd_clocks_are_clamped(void)
 static void
 midway_after_two_ms_of_a_quarter_waiting(void)
 {
-	CHECK(!sr_spread_midway(0, 0));
-	CHECK(!sr_spread_midway(SR_SPREAD_AFTER_NS - 1, SR_SPREAD_AFTER_NS - 1));
-	CHECK(sr_spread_midway(SR_SPREAD_AFTER_NS, SR_SPREAD_AFTER_NS / 4));
-	CHECK(!sr_spread_midway(SR_SPREAD_AFTER_NS, SR_SPREAD_AFTER_NS / 4 - 1));
-	CHECK(sr_spread_midway(3000 * MS, 3000 * MS));
-	CHECK(!sr_spread_midway(100 * MS, 24 * MS));
-	CHECK(sr_spread_midway(100 * MS, 25 * MS));
+	CHECK(!sr_spread_midway(0, 0, 0));
+	CHECK(!sr_spread_midway(SR_SPREAD_AFTER_NS - 1, SR_SPREAD_AFTER_NS - 1,
+	    0));
+	CHECK(sr_spread_midway(SR_SPREAD_AFTER_NS, SR_SPREAD_AFTER_NS / 4, 0));
+	CHECK(!sr_spread_midway(SR_SPREAD_AFTER_NS, SR_SPREAD_AFTER_NS / 4 - 1,
+	    0));
+	CHECK(sr_spread_midway(3000 * MS, 3000 * MS, 0));
+	CHECK(!sr_spread_midway(100 * MS, 24 * MS, 0));
+	CHECK(sr_spread_midway(100 * MS, 25 * MS, 0));
+}
+
+static void
+midway_after_two_ms_with_nothing_moved(void)
+{
+	/* A stall 3 s into a transfer that never waited before: 2 ms of it,
+	 * not a third of the 3 s. */
+	CHECK(!sr_spread_midway(3000 * MS, 1 * MS, SR_SPREAD_AFTER_NS - 1));
+	CHECK(sr_spread_midway(3000 * MS, 2 * MS, SR_SPREAD_AFTER_NS));
+	/* At the start too, whatever the share. */
+	CHECK(sr_spread_midway(SR_SPREAD_AFTER_NS, 0, SR_SPREAD_AFTER_NS));
+	CHECK(!sr_spread_midway(SR_SPREAD_AFTER_NS - 1, 0,
+	    SR_SPREAD_AFTER_NS - 1));
 }
 
 static void
@@ -183,6 +198,7 @@ main(void)
 	TEST_RUN(one_transfer_that_waited_spreads_the_next_three);
 	TEST_RUN(odd_clocks_are_clamped);
 	TEST_RUN(midway_after_two_ms_of_a_quarter_waiting);
+	TEST_RUN(midway_after_two_ms_with_nothing_moved);
 	TEST_RUN(always_spreads_whatever_the_verdict);
 	return TEST_DONE();
 }
