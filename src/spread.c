@@ -47,6 +47,7 @@ sr_spread_init(struct sr_spread *s)
 	s->always = false;
 	s->on = true;
 	s->wait_permille = 1000;
+	s->judged = 0;
 }
 
 bool
@@ -76,6 +77,7 @@ sr_spread_judge(struct sr_spread *s, int64_t elapsed_ns, int64_t waited_ns)
 	if (waited_ns > elapsed_ns)
 		waited_ns = elapsed_ns;
 	share = (int32_t)(waited_ns * 1000 / elapsed_ns);
+	s->judged++;
 	/* Half of each new share: one odd transfer moves the verdict only
 	 * when the last ones were near the line already. */
 	s->wait_permille = (s->wait_permille + share) / 2;

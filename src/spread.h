@@ -14,6 +14,7 @@ struct sr_spread {
 	bool on;		/* the next transfer starts spread */
 	int32_t wait_permille;	/* the judged transfers' waiting share,
 				 * smoothed: all of it before the first */
+	uint64_t judged;	/* transfers judged so far */
 };
 
 /* Spreading starts off where it tells nothing: a transfer judged only

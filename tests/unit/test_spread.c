@@ -27,6 +27,7 @@ judged_off(struct sr_spread *s)
 	for (int i = 0; i < 4; i++)
 		judge(s, 0);
 	CHECK(s->wait_permille == 62);
+	CHECK(s->judged == 4);
 	CHECK(!sr_spread_starts(s));
 }
 
@@ -38,6 +39,7 @@ first_transfers_spread(void)
 	sr_spread_init(&s);
 	CHECK(sr_spread_starts(&s));
 	CHECK(s.wait_permille == 1000);
+	CHECK(s.judged == 0);
 	CHECK(!s.always);
 }
 
@@ -130,6 +132,7 @@ odd_clocks_are_clamped(void)
 	sr_spread_judge(&s, 0, 0);	/* nothing timed: nothing judged */
 	sr_spread_judge(&s, -1, 0);
 	CHECK(s.wait_permille == 1000);
+	CHECK(s.judged == 0);
 	judged_off(&s);
 	sr_spread_judge(&s, 10 * MS, 20 * MS);	/* waited 1000 per mille */
 	CHECK(s.wait_permille == 531);
