@@ -33,7 +33,15 @@
  *                                             0-1 and 2-3, not since
  *   world 4, by blocks (shared      0 1 1 0   1.16-1.54x from 8 B to
  *     cores, 8 B-256 KiB)                     64 KiB, 256 KiB level
- *   world 4, ring (128 KiB-32 MiB)  0 1 0 1   1.01-1.26x
+ *   world 4, ring (128 KiB-8 MiB)   0 1 0 1   1.19-1.26x to 2 MiB
+ *   world 4, from 8 MiB             the kernel's (0 1 0 1 in two sets
+ *                                             of 8 and 10 rounds: 8 MiB
+ *                                             0.86-1.06x, 32 MiB
+ *                                             0.97-1.04x, 128 MiB
+ *                                             0.78-0.82x, 256 MiB
+ *                                             0.80-0.97x; level outside
+ *                                             the machine's slow spells,
+ *                                             slower in them)
  *   world 4, halving (256 KiB-4     0 0 1 1   0.99-1.09x (1.07-1.09x
  *     MiB; group.c)                           from 512 KiB to 2 MiB);
  *                                             against the ring's 0 1 0
@@ -87,9 +95,11 @@ sr_place_index(uint32_t world, uint32_t ncpus, uint32_t rank,
 		return world == 4 ? four_ring[rank] :
 		    world == 3 ? three_ring[rank] : -1;
 	case SR_PATH_LARGE:
-		/* World 3's: 0 1 1 leaves one core twice the work of the
-		 * other (32 MiB took 0.89x the kernel's time). */
-		return world == 4 ? four_ring[rank] : -1;
+		/* World 3's 0 1 1 leaves one core twice the work of the
+		 * other (32 MiB took 0.89x the kernel's time); world 4's 0 1
+		 * 0 1 sends every byte across the CPUs, which in the
+		 * machine's slow spells cost up to 1.7x a launch. */
+		return -1;
 	case SR_PATH_DOUBLING:
 		/* Partners rank^1, rank^2, then rank^4: the first two hops
 		 * on one core, the last across. */

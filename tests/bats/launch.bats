@@ -442,16 +442,18 @@ moves() {
 	local a b
 	two_cpus
 	placement_script 'allreduce sum i64 {rank}' 'expect {world}*({world}-1)/2' \
-		'allreduce sum f64 524289*({rank}+1)' 'expect 524289*{world}*({world}+1)/2'
+		'allreduce sum f64 524289*({rank}+1)' 'expect 524289*{world}*({world}+1)/2' \
+		'allreduce sum f64 1M*({rank}+1)' 'expect 1M*{world}*({world}+1)/2'
 	placed_run 4
-	# 8 B, 512 KiB, 8 B, 4 MiB + 8 B: the small allreduces (by blocks:
-	# the ranks share the CPUs) on CPUs 0 1 1 0 by rank, halving's (64K
-	# doubles) on 0 0 1 1, the ring's (524289) on 0 1 0 1.  Rank 0 never
-	# moves.
-	[ "$(moves 0)" = "CPU $a," ]
-	[ "$(moves 1)" = "CPU $b,CPU $a,CPU $b," ]
-	[ "$(moves 2)" = "CPU $b,CPU $a," ]
-	[ "$(moves 3)" = "CPU $a,CPU $b,CPU $a,CPU $b," ]
+	# 8 B, 512 KiB, 8 B, 4 MiB + 8 B, 8 MiB: the small allreduces (by
+	# blocks: the ranks share the CPUs) on CPUs 0 1 1 0 by rank,
+	# halving's (64K doubles) on 0 0 1 1, the ring's (524289) on 0 1 0
+	# 1, and from 8 MiB (1M doubles) left to the kernel.  Rank 0 stays
+	# on CPU a until then.
+	[ "$(moves 0)" = "CPU $a,no single CPU," ]
+	[ "$(moves 1)" = "CPU $b,CPU $a,CPU $b,no single CPU," ]
+	[ "$(moves 2)" = "CPU $b,CPU $a,no single CPU," ]
+	[ "$(moves 3)" = "CPU $a,CPU $b,CPU $a,CPU $b,no single CPU," ]
 	# --cpus none, the ranks' own option, turns it off.
 	placed_run 4 --cpus none
 	[[ "$stderr" != *"bound to"* ]]

@@ -34,7 +34,8 @@ table_is_the_measured_one(void)
 		CHECK(sr_place_index(4, 2, r, SR_PATH_SMALL) == small4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_BLOCKS) == blocks4[r]);
 		CHECK(sr_place_index(4, 2, r, SR_PATH_RING) == ring4[r]);
-		CHECK(sr_place_index(4, 2, r, SR_PATH_LARGE) == ring4[r]);
+		/* From 8 MiB the kernel's, as world 3's. */
+		CHECK(sr_place_index(4, 2, r, SR_PATH_LARGE) == -1);
 	}
 	for (uint32_t r = 0; r < 3; r++) {
 		CHECK(sr_place_index(3, 2, r, SR_PATH_RING) == ring3[r]);
@@ -152,7 +153,11 @@ rank_2_of_4_moves_by_path_and_keeps_for_small_transfers(void)
 	CHECK(sr_ring_bound_cpu(ring) == cpus[1]);
 	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
+	/* From 8 MiB left to the kernel: every CPU the thread had. */
 	sr_place(ring, SR_PATH_LARGE);
+	CHECK(sr_ring_bound_cpu(ring) == -1);
+	CHECK(on_all(&all));
+	sr_place(ring, SR_PATH_RING);
 	CHECK(sr_ring_bound_cpu(ring) == cpus[0]);
 	/* Closed, the ring gives the thread its CPUs back. */
 	sr_ring_close(ring);
