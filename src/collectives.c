@@ -139,6 +139,16 @@ sr_plan_step(struct sr_transfer *x, const struct sr_direction *d,
 	x->nrecvs++;
 }
 
+uint64_t
+sr_plan_frame(uint64_t bytes, uint32_t n, bool shared_cores)
+{
+	uint64_t block = n > 0 ? bytes / n : bytes;
+
+	if (shared_cores && block > SR_PLAN_FRAME && block < 4 * SR_PLAN_FRAME)
+		return SR_PLAN_FRAME / 2;
+	return SR_PLAN_FRAME;
+}
+
 void
 sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
     struct sr_frame frame, const uint8_t *send, uint8_t *recv, size_t count,
@@ -188,7 +198,8 @@ ring_allreduce(struct sr_ring *ring, const uint8_t *send, uint8_t *recv,
 		return nomem(ring, err);
 	x.dtype = dtype;
 	x.op = op;
-	x.frame_max = SR_PLAN_FRAME;
+	x.frame_max = sr_plan_frame((uint64_t)count * sr_dtype_size(dtype),
+	    ring->world, ring->shared_cores);
 	frame.dtype = (uint8_t)dtype;
 	frame.op = (uint8_t)op;
 	sr_plan_allreduce(&x, &d, frame, send, recv, count, sr_dtype_size(dtype),

@@ -1026,7 +1026,8 @@ ring_reduce(struct sr_group *g, struct sr_frame frame, const uint8_t *send,
 	sr_put_u64le(mine, count);
 	x.dtype = dtype;
 	x.op = op;
-	x.frame_max = SR_PLAN_FRAME;
+	x.frame_max = sr_plan_frame((uint64_t)count * es, g->n,
+	    g->ring->shared_cores);
 	length.step = STEP_RING;
 	sr_plan_step(&x, &d, length, mine, 8, false, theirs, 8, NULL);
 	frame.step = STEP_RING + 1;

@@ -63,6 +63,24 @@ void sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
 #define SR_PLAN_FRAME (1u << 20)
 
 /*
+ * The frame size of a ring allreduce of `bytes` round n places:
+ * SR_PLAN_FRAME, but half of it for a block (bytes / n) over 1 MiB and
+ * under 4 MiB on shared cores.  There a block of two or three 1 MiB
+ * frames leaves a rank idle while its neighbour on the same core folds
+ * a whole frame; in four to seven the two take turns sooner.  Alternating
+ * launches, 512 KiB against 1 MiB frames, paired speed out of place / in
+ * place (docs/performance.md): world 4 (unbound from 8 MiB) 6 MiB
+ * 1.06/1.04, 8 MiB 1.03-1.05/1.08, 10 MiB 1.04-1.10/1.05-1.06, 12 MiB
+ * 1.01/1.02; world 3 6 MiB 1.03/1.07, 8 MiB 1.00/0.99; world 8 16 MiB
+ * 1.05/1.06, 24 MiB 1.01/1.16.  Blocks of 4 MiB (world 4, 16 MiB) ran
+ * level, blocks of 1.25-1.33 MiB mixed (0.97-1.05), and ranks each on a
+ * core of their own (world 2, 4 and 8 MiB) level or slower.  Every rank
+ * must agree on shared_cores, as on the other paths it chooses: a frame
+ * of the other size is out of step.
+ */
+uint64_t sr_plan_frame(uint64_t bytes, uint32_t n, bool shared_cores);
+
+/*
  * The first step of a reduction by blocks (on shared cores: world 4's on
  * the ring, collectives.c; a mesh of 8's, group.c): + 0 a member's input
  * to its block's leader, + 1 the leaders' exchange, + 2 the result back.

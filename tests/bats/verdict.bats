@@ -184,6 +184,18 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	done
 }
 
+@test "one rank of four with --shared-cores at an 8 MiB allreduce (512 KiB frames against 1 MiB): every rank exits 5 out of step, naming both frame lengths" {
+	# Both sides take the ring at 8 MiB; shared cores cut its 2 MiB
+	# blocks in frames of half the size (plan.h, sr_plan_frame), so the
+	# first rank to see it names one length where it expected the other.
+	local r
+	printf 'allreduce sum f64 1M*{rank}\nexpect 1M*6\n' >"$BATS_TEST_TMPDIR/s"
+	mixed_shared 4 2
+	for ((r = 0; r < 4; r++)); do
+		grep -Eq "out of step: expected allreduce sum f64 step [0-9]+ seq 1 of (1048576 bytes, got allreduce sum f64 step [0-9]+ seq 1 of 524288|524288 bytes, got allreduce sum f64 step [0-9]+ seq 1 of 1048576) bytes from rank [0-3] \(127\.0\.0\.1:[0-9]+\)" "$(err "$r")"
+	done
+}
+
 @test "world 4 with and without --shared-cores: exact results for f64, f32, i64 and i32 and every op, in place and out, 8 B to 512 KiB" {
 	printf '%s\n' 'allreduce sum i64 {rank}' 'expect 6' 'allreduce max i32 {rank}' 'expect 3' \
 	    'allreduce min f64 {rank}' 'expect 0' 'allreduce prod i64 {rank}+1 4' 'expect 24 256' \
@@ -191,6 +203,23 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	# By blocks to 256 KiB with shared cores (without them the ring from
 	# 64 KiB), recursive halving past it either way (512 KiB here).
 	exact_either_way 4 6 1M 9
+}
+
+@test "worlds 3 and 4 on shared cores, 5 to 11 MiB (the ring in 512 KiB frames): exact results for f64, f32, i64 and i32 and every op, in place and out" {
+	local n
+	for n in 3 4; do
+		run -0 --separate-stderr timeout 180 "$SR" launch -n "$n" bench allreduce --shared-cores \
+		    -b 5M -e 11M -i 3M -n 1 -w 0 -d all -o all --min-time 0 --json </dev/null
+		python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+res = [r for r in rows if r["type"] == "result"]
+assert sorted({r["size"] for r in res}) == [5 << 20, 8 << 20, 11 << 20], res
+assert len(res) == 3 * 4 * 4, len(res)
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
+assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
+' <<<"$output"
+	done
 }
 
 # lengths_named LENGTHS STEP: ranks 0-3 on shared cores, each running

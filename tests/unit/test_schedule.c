@@ -2,12 +2,14 @@
  * test_schedule.c - the block split and the ring allreduce schedule, for
  * world sizes 1..16 and awkward counts.  The ring is simulated in memory:
  * every rank its own buffer, every step's sends snapshotted before any
- * receive is applied, as on the wire.
+ * receive is applied, as on the wire.  Then the ring allreduce's frame
+ * size by block and shared cores.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
+#include "plan.h"
 #include "schedule.h"
 
 #define MAX_WORLD 16
@@ -273,6 +275,31 @@ ring_allreduce_simulation_sums_exactly(void)
 	}
 }
 
+/* Half-size frames only for blocks over 1 MiB and under 4 MiB, and only
+ * on shared cores; the block is the size over the world. */
+static void
+frame_halves_only_mid_blocks_on_shared_cores(void)
+{
+	const uint64_t mib = 1u << 20;
+
+	CHECK(sr_plan_frame(8 * mib, 4, true) == mib / 2);
+	CHECK(sr_plan_frame(6 * mib, 4, true) == mib / 2);
+	CHECK(sr_plan_frame(6 * mib, 3, true) == mib / 2);
+	CHECK(sr_plan_frame(24 * mib, 8, true) == mib / 2);
+	/* Blocks just inside the bounds halve; of exactly 1 MiB or 4 MiB,
+	 * they keep 1 MiB frames. */
+	CHECK(sr_plan_frame(16 * mib - 8, 4, true) == mib / 2);
+	CHECK(sr_plan_frame(4 * mib + 8, 4, true) == mib / 2);
+	CHECK(sr_plan_frame(4 * mib, 4, true) == mib);
+	CHECK(sr_plan_frame(16 * mib, 4, true) == mib);
+	CHECK(sr_plan_frame(256 * mib, 4, true) == mib);
+	CHECK(sr_plan_frame(8, 4, true) == mib);
+	/* Ranks each on a core of their own: 1 MiB at every size. */
+	CHECK(sr_plan_frame(8 * mib, 4, false) == mib);
+	CHECK(sr_plan_frame(4 * mib, 2, false) == mib);
+	CHECK(sr_plan_frame(8 * mib, 0, true) == mib);
+}
+
 int
 main(void)
 {
@@ -280,5 +307,6 @@ main(void)
 	TEST_RUN(blocks_are_even_larger_first);
 	TEST_RUN(schedule_forwards_what_it_received);
 	TEST_RUN(ring_allreduce_simulation_sums_exactly);
+	TEST_RUN(frame_halves_only_mid_blocks_on_shared_cores);
 	return TEST_DONE();
 }
