@@ -74,9 +74,13 @@ void sr_plan_allreduce(struct sr_transfer *x, const struct sr_direction *d,
  * 1.01/1.02; world 3 6 MiB 1.03/1.07, 8 MiB 1.00/0.99; world 8 16 MiB
  * 1.05/1.06, 24 MiB 1.01/1.16.  Blocks of 4 MiB (world 4, 16 MiB) ran
  * level, blocks of 1.25-1.33 MiB mixed (0.97-1.05), and ranks each on a
- * core of their own (world 2, 4 and 8 MiB) level or slower.  Every rank
- * must agree on shared_cores, as on the other paths it chooses: a frame
- * of the other size is out of step.
+ * core of their own (world 2, 4 and 8 MiB) level or slower; 256 KiB
+ * frames were faster still at world 4, 8 MiB (1.10-1.12) but slower at
+ * world 3, 8 MiB and from 12 MiB.  Against the code before, world 4:
+ * 8 MiB 1.10/1.06 and 1.10/1.09 (10 and 12 rounds), 10 MiB 0.92/1.09
+ * and 0.99/1.00, 12 MiB 1.06/1.06, where 16 MiB, unchanged, ran
+ * 1.02/1.06.  Every rank must agree on shared_cores, as on the other
+ * paths it chooses: a frame of the other size is out of step.
  */
 uint64_t sr_plan_frame(uint64_t bytes, uint32_t n, bool shared_cores);
 
