@@ -205,21 +205,32 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	exact_either_way 4 6 1M 9
 }
 
-@test "worlds 3 and 4 on shared cores, 5 to 11 MiB (the ring in 512 KiB frames): exact results for f64, f32, i64 and i32 and every op, in place and out" {
+# exact_rows SIZES: bench's JSON in $output has a row for every dtype and
+# op at each of SIZES (MiB), every one exact in place and out.
+exact_rows() {
+	python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+res = [r for r in rows if r["type"] == "result"]
+sizes = [int(s) << 20 for s in sys.argv[1:]]
+assert sorted({r["size"] for r in res}) == sizes, res
+assert len(res) == len(sizes) * 4 * 4, len(res)
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
+assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
+' "$@" <<<"$output"
+}
+
+@test "worlds 3 and 4 and a group of 3 on shared cores, 5 to 11 MiB (the ring in 512 KiB frames): exact results for f64, f32, i64 and i32 and every op, in place and out" {
 	local n
 	for n in 3 4; do
 		run -0 --separate-stderr timeout 180 "$SR" launch -n "$n" bench allreduce --shared-cores \
 		    -b 5M -e 11M -i 3M -n 1 -w 0 -d all -o all --min-time 0 --json </dev/null
-		python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin]
-res = [r for r in rows if r["type"] == "result"]
-assert sorted({r["size"] for r in res}) == [5 << 20, 8 << 20, 11 << 20], res
-assert len(res) == 3 * 4 * 4, len(res)
-assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
-assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
-' <<<"$output"
+		exact_rows 5 8 11
 	done
+	# A group's ring takes the same frames (group.c, ring_reduce).
+	run -0 --separate-stderr timeout 180 "$SR" launch -n 4 bench allreduce --shared-cores \
+	    --mesh --group 3,0,1 -b 6M -e 6M -n 1 -w 0 -d all -o all --min-time 0 --json </dev/null
+	exact_rows 6
 }
 
 # lengths_named LENGTHS STEP: ranks 0-3 on shared cores, each running
