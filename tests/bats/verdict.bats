@@ -135,6 +135,23 @@ mixed_shared() {
 	done
 }
 
+# exact_rows N [MIB...]: bench's JSON in $output has rows for N sizes
+# (exactly MIB..., in MiB, when given), one for every dtype and op at
+# each, every one exact in place and out, and a passed summary.
+exact_rows() {
+	python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+res = [r for r in rows if r["type"] == "result"]
+if len(sys.argv) > 2:
+    sizes = [int(s) << 20 for s in sys.argv[2:]]
+    assert sorted({r["size"] for r in res}) == sizes, res
+assert len(res) == int(sys.argv[1]) * 4 * 4, len(res)
+assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
+assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
+' "$@" <<<"$output"
+}
+
 # exact_either_way N EXPECTS TOP SIZES: the script s on N ranks with
 # --shared-cores and with --no-shared-cores, every rank exit 0 with its
 # EXPECTS expects ok; then `launch -n N bench` of every dtype and op, in
@@ -149,14 +166,7 @@ exact_either_way() {
 		done
 		run -0 --separate-stderr timeout 120 "$SR" launch -n "$n" bench allreduce "$mode" \
 		    -b 8 -e "$top" -f 4 -n 2 -w 1 -d all -o all --min-time 0 --json </dev/null
-		python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin]
-res = [r for r in rows if r["type"] == "result"]
-assert len(res) == int(sys.argv[1]) * 4 * 4, len(res)
-assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
-assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
-' "$sizes" <<<"$output"
+		exact_rows "$sizes"
 	done
 }
 
@@ -205,32 +215,17 @@ assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
 	exact_either_way 4 6 1M 9
 }
 
-# exact_rows SIZES: bench's JSON in $output has a row for every dtype and
-# op at each of SIZES (MiB), every one exact in place and out.
-exact_rows() {
-	python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin]
-res = [r for r in rows if r["type"] == "result"]
-sizes = [int(s) << 20 for s in sys.argv[1:]]
-assert sorted({r["size"] for r in res}) == sizes, res
-assert len(res) == len(sizes) * 4 * 4, len(res)
-assert all(r["wrong"] == 0 and r["inplace_wrong"] == 0 for r in res)
-assert rows[-1]["type"] == "summary" and rows[-1]["check"] == "passed"
-' "$@" <<<"$output"
-}
-
 @test "worlds 3 and 4 and a group of 3 on shared cores, 5 to 11 MiB (the ring in 512 KiB frames): exact results for f64, f32, i64 and i32 and every op, in place and out" {
 	local n
 	for n in 3 4; do
 		run -0 --separate-stderr timeout 180 "$SR" launch -n "$n" bench allreduce --shared-cores \
 		    -b 5M -e 11M -i 3M -n 1 -w 0 -d all -o all --min-time 0 --json </dev/null
-		exact_rows 5 8 11
+		exact_rows 3 5 8 11
 	done
 	# A group's ring takes the same frames (group.c, ring_reduce).
 	run -0 --separate-stderr timeout 180 "$SR" launch -n 4 bench allreduce --shared-cores \
 	    --mesh --group 3,0,1 -b 6M -e 6M -n 1 -w 0 -d all -o all --min-time 0 --json </dev/null
-	exact_rows 6
+	exact_rows 1 6
 }
 
 # lengths_named LENGTHS STEP: ranks 0-3 on shared cores, each running
