@@ -128,6 +128,15 @@ char *cli_read_file(const char *path, bool nofollow, struct stat *st,
     size_t *len, char *why, size_t why_size);
 
 /*
+ * This program's own path, to run it again (launch's ranks, and the
+ * default path ssh runs on other hosts): /proc/self/exe, or where there
+ * is no /proc (a chroot without it) argv[0] as the shell found it: a
+ * path when it has a slash, else the first executable file of that name
+ * on PATH.  Absolute; free it.  NULL with errno set when neither is.
+ */
+char *cli_self_path(void);
+
+/*
  * The length of a key read from a file of n bytes: a key typed into a
  * text file ends in one newline that is not part of it ("\n" or "\r\n",
  * once); a key with any byte outside printable ASCII and tab is binary

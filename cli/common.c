@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -604,4 +605,51 @@ cli_nap(int ms, int64_t deadline_ns)
 	if (ms > 0)
 		poll(NULL, 0, ms);
 	return cli_interrupted ? -1 : 0;
+}
+
+/* The first executable regular file called name in PATH's directories
+ * (an empty one is the current directory), absolute; NULL if none. */
+static char *
+path_search(const char *name)
+{
+	const char *path = getenv("PATH"), *dir, *end;
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (dir = path;; dir = end + 1) {
+		end = strchr(dir, ':');
+		if (end == NULL)
+			end = dir + strlen(dir);
+		int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - dir),
+		    dir, end > dir ? "/" : "", name);
+
+		if (n > 0 && (size_t)n < sizeof(buf) && stat(buf, &st) == 0 &&
+		    S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+			return realpath(buf, NULL);
+		if (*end == '\0')
+			break;
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+char *
+cli_self_path(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	const char *name = program_invocation_name;
+
+	if (n > 0) {
+		buf[n] = '\0';
+		return strdup(buf);
+	}
+	if (name == NULL || name[0] == '\0') {
+		errno = ENOENT;
+		return NULL;
+	}
+	return strchr(name, '/') != NULL ? realpath(name, NULL) :
+	    path_search(name);
 }

@@ -86,6 +86,7 @@ struct launch {
 	struct pollfd *pfd;	/* the self-pipe, then 4 per rank, then the
 				 * caller's extra slots */
 	struct rlimit nofile;	/* the caller's limit, given back to ranks */
+	char *exe;		/* this program's path, which the ranks run */
 	int64_t term_at, kill_at, drain_at, address_at;	/* 0: not due */
 };
 

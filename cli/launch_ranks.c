@@ -389,8 +389,8 @@ child(struct launch *l, int r, int *fds)
 	    setenv("SILVIC_RING_CPUS", l->cpus, 1) != 0))
 		_exit(EXIT_INTERNAL);
 	setrlimit(RLIMIT_NOFILE, &l->nofile);
-	execv("/proc/self/exe", l->job->argv);
-	dprintf(2, "silvic-ring: cannot run /proc/self/exe: %s\n",
+	execv(l->exe, l->job->argv);
+	dprintf(2, "silvic-ring: cannot run %s: %s\n", l->exe,
 	    strerror(errno));
 	_exit(EXIT_INTERNAL);
 }
@@ -635,6 +635,13 @@ launch_ranks_init(struct launch *l, const struct launch_job *job, int base,
 		cli_error("out of memory for %d ranks", count);
 		return EXIT_INTERNAL;
 	}
+	/* Found once, here: a rank runs the very binary its launcher is. */
+	if ((l->exe = cli_self_path()) == NULL) {
+		cli_error("launch: cannot find this program's own path to run "
+		    "the ranks (/proc/self/exe, or argv[0] '%s' on PATH): %s",
+		    program_invocation_name, strerror(errno));
+		return EXIT_INTERNAL;
+	}
 	for (int r = 0; r < count; r++) {
 		int g = base + r;
 
@@ -658,6 +665,8 @@ launch_ranks_fini(struct launch *l)
 	free(l->ranks);
 	free(l->pfd);
 	free(l->list);
+	free(l->exe);
+	l->exe = NULL;
 	l->ranks = NULL;
 	l->pfd = NULL;
 	l->list = NULL;

@@ -114,19 +114,6 @@ shell_quote(char **out, size_t *len, const char *text)
 	return 0;
 }
 
-/* The path of this binary, which the hosts run unless --remote-path. */
-static char *
-self_path(void)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return NULL;
-	buf[n] = '\0';
-	return strdup(buf);
-}
-
 /*
  * The ssh command: --ssh's words (or "ssh"), to ssh itself the options
  * that keep it from ever asking or hanging (after the user's, so that
@@ -141,8 +128,16 @@ launch_ssh_command(struct run *u)
 	size_t len = 0;
 	int n = 0;
 
+	/* The hosts run this binary's path unless --remote-path. */
 	path = u->o->remote_path != NULL ? strdup(u->o->remote_path) :
-	    self_path();
+	    cli_self_path();
+	if (path == NULL && u->o->remote_path == NULL && errno != ENOMEM) {
+		cli_error("launch: cannot find this program's own path for "
+		    "the hosts to run (/proc/self/exe, or argv[0] on PATH): "
+		    "%s; give --remote-path", strerror(errno));
+		free(copy);
+		return EXIT_INTERNAL;
+	}
 	u->ssh = calloc(strlen(cmd) / 2 + 10, sizeof(*u->ssh));
 	if (copy == NULL || path == NULL || u->ssh == NULL)
 		goto nomem;
