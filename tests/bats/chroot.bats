@@ -141,6 +141,23 @@ SH
 	[[ "$output" == *$'\n'"0 passed, 1 failed"$'\n'"mounts outside: 0" ]]
 }
 
+@test "run-tests in a plain chroot whose mounts fail: says what to do, a summary line, exit 2" {
+	need_chroot
+	write_test_root
+	# mount(8) refusing, as it would without CAP_SYS_ADMIN.
+	mkdir -p "$BATS_TEST_TMPDIR/build/fake"
+	printf '#!/bin/sh\necho "mount: permission denied" >&2\nexit 32\n' \
+		>"$BATS_TEST_TMPDIR/build/fake/mount"
+	chmod +x "$BATS_TEST_TMPDIR/build/fake/mount"
+	run in_plain_chroot "cd '$TOP' && PATH='$BATS_TEST_TMPDIR/build/fake':\$PATH timeout 100 scripts/run-tests --unit-only '$BATS_TEST_TMPDIR/build'"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"mount: permission denied"* ]]
+	[[ "$output" == *"run-tests: could not mount what the tests need; in a chroot, mount /proc and bind-mount its directory on itself first (mount --bind DIR DIR)"* ]]
+	[[ "$output" != *"test_root"* ]]
+	[[ "$output" == *$'\n'"0 passed, 1 failed"$'\n'"mounts outside: 0" ]]
+}
+
 @test "netns-hosts in a plain chroot: names / not being a mount point, and what to do" {
 	need_chroot
 	run in_plain_chroot "'$TOP/scripts/netns-hosts' up 2"
