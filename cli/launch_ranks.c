@@ -635,8 +635,12 @@ launch_ranks_init(struct launch *l, const struct launch_job *job, int base,
 		cli_error("out of memory for %d ranks", count);
 		return EXIT_INTERNAL;
 	}
-	/* Found once, here: a rank runs the very binary its launcher is. */
-	if ((l->exe = cli_self_path()) == NULL) {
+	/* Found once, here: a rank runs the very binary its launcher is,
+	 * through /proc/self/exe (that file even if replaced since), or by
+	 * its path where /proc is not mounted. */
+	l->exe = access("/proc/self/exe", X_OK) == 0 ?
+	    strdup("/proc/self/exe") : cli_self_path();
+	if (l->exe == NULL) {
 		cli_error("launch: cannot find this program's own path to run "
 		    "the ranks (/proc/self/exe, or argv[0] '%s' on PATH): %s",
 		    program_invocation_name, strerror(errno));
