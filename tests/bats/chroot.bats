@@ -3,11 +3,12 @@
 # (debootstrap, then chroot DIR).  Its / is a directory, not a mount
 # point, so `ip netns exec` and `unshare --propagation private` fail on
 # it: scripts/run-tests then runs the tests in a mount namespace rooted
-# at a private bind mount of the chroot, and scripts/netns-hosts, run by
-# hand there, names the cause.  Without /proc mounted in it, `launch`
-# still finds its own binary for its ranks.  The chroot here is built
-# from bind mounts of this machine's /usr and /etc, inside a private
-# mount namespace, so nothing it mounts is seen outside the test.
+# at a private bind mount of the chroot (mounting /proc there if the
+# chroot has none), and scripts/netns-hosts, run by hand there, names
+# the cause.  Without /proc, `launch` still finds its own binary for its
+# ranks.  The chroot here is built from bind mounts of this machine's
+# /usr and /etc, inside a private mount namespace, so nothing it mounts
+# is seen outside the test.
 
 load helpers
 
