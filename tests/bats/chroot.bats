@@ -68,13 +68,13 @@ in_plain_chroot() {
 }
 
 # write_test_root: a test program in TAP, as the C tests are, in
-# $BATS_TEST_TMPDIR/build/tests: /proc there, / a mount point, and a
-# command run in a network namespace of its own.
+# $BATS_TEST_TMPDIR/build/tests: /proc there, / a mount point, a command
+# run in a network namespace of its own, and a terminal (script(1)).
 write_test_root() {
 	mkdir -p "$BATS_TEST_TMPDIR/build/tests"
 	cat >"$BATS_TEST_TMPDIR/build/tests/test_root" <<'SH'
 #!/bin/bash
-echo 1..3
+echo 1..4
 if [ -r /proc/self/mountinfo ]; then
 	echo "ok 1 /proc is mounted"
 else
@@ -92,6 +92,11 @@ else
 	echo "not ok 3 a command in a network namespace"
 fi
 ip netns del "$ns" 2>/dev/null
+if script -qec tty /dev/null </dev/null | grep -q '^/dev/pts/'; then
+	echo "ok 4 a terminal"
+else
+	echo "not ok 4 a terminal"
+fi
 SH
 	chmod +x "$BATS_TEST_TMPDIR/build/tests/test_root"
 }
@@ -106,9 +111,10 @@ SH
 	[[ "$output" != *"/proc is not mounted"* ]]
 	[[ "$output" == *"ok 2 / is a mount point"* ]]
 	[[ "$output" == *"ok 3 a command in a network namespace"* ]]
+	[[ "$output" == *"ok 4 a terminal"* ]]
 	[[ "$output" != *"not ok"* ]]
 	[ "$(grep -c 'passed, .* failed' <<<"$output")" -eq 1 ]
-	[[ "$output" == *$'\n'"3 passed, 0 failed"$'\n'"mounts outside: 0" ]]
+	[[ "$output" == *$'\n'"4 passed, 0 failed"$'\n'"mounts outside: 0" ]]
 }
 
 @test "run-tests in a chroot without /proc: mounts it for the tests, and leaves nothing mounted" {
@@ -124,9 +130,10 @@ SH
 	[[ "$output" == *"ok 1 /proc is mounted"* ]]
 	[[ "$output" == *"ok 2 / is a mount point"* ]]
 	[[ "$output" == *"ok 3 a command in a network namespace"* ]]
+	[[ "$output" == *"ok 4 a terminal"* ]]
 	[[ "$output" != *"not ok"* ]]
 	[[ "$output" != *"left mounted"* ]]
-	[[ "$output" == *$'\n'"3 passed, 0 failed"$'\n'"mounts outside: 0" ]]
+	[[ "$output" == *$'\n'"4 passed, 0 failed"$'\n'"mounts outside: 0" ]]
 }
 
 @test "run-tests in a plain chroot: a failing test still fails the run" {
