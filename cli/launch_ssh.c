@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,8 +132,9 @@ launch_ssh_command(struct run *u)
 	    cli_self_path();
 	if (path == NULL && u->o->remote_path == NULL && errno != ENOMEM) {
 		cli_error("launch: cannot find this program's own path for "
-		    "the hosts to run (/proc/self/exe, or argv[0] on PATH): "
-		    "%s; give --remote-path", strerror(errno));
+		    "the hosts to run (/proc/self/exe, or argv[0] '%s' on "
+		    "PATH): %s; give --remote-path", program_invocation_name,
+		    strerror(errno));
 		free(copy);
 		return EXIT_INTERNAL;
 	}

@@ -6,7 +6,7 @@
 # at a private bind mount of the chroot (mounting /proc there if the
 # chroot has none), and scripts/netns-hosts, run by hand there, names
 # the cause.  Without /proc, `launch` still finds its own binary for its
-# ranks.  The chroot here is built from bind mounts of this machine's
+# ranks, and `launch --hosts` the path it gives ssh.  The chroot here is built from bind mounts of this machine's
 # /usr and /etc, inside a private mount namespace, so nothing it mounts
 # is seen outside the test.
 
@@ -217,4 +217,42 @@ launch_script() {
 	[[ "$output" == *"silvic-ring: launch: cannot find this program's own path to run the ranks (/proc/self/exe, or argv[0] 'no-such-silvic-ring' on PATH): No such file or directory"* ]]
 	# No rank started: no line of a rank's, prefixed "[R] ".
 	! grep -q '^\[[0-9]*\] ' <<<"$output"
+}
+
+@test "launch --hosts in a chroot without /proc, its argv[0] on no path: says to give --remote-path, exit 8, no ssh run" {
+	need_chroot
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	launch_script 2
+	# A stand-in for ssh that leaves a mark if it is ever run.
+	local fake=$BATS_TEST_TMPDIR/build/fake-ssh mark=$BATS_TEST_TMPDIR/build/ssh-ran
+	printf '#!/bin/sh\ntouch %s\nexit 0\n' "$mark" >"$fake"
+	chmod +x "$fake"
+	run in_plain_chroot --no-proc "cd / && PATH=/usr/bin timeout 60 bash -c 'exec -a no-such-silvic-ring \"\$0\" launch --hosts 127.0.0.1:1,127.0.0.2:1 --ssh \"\$1\" run --timeout 30' '$SR' '$fake' <'$BATS_TEST_TMPDIR/build/script'"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"silvic-ring: launch: cannot find this program's own path for the hosts to run (/proc/self/exe, or argv[0] 'no-such-silvic-ring' on PATH): No such file or directory; give --remote-path"* ]]
+	[ ! -e "$mark" ]
+	! grep -q '^\[[0-9]*\] ' <<<"$output"
+}
+
+@test "launch --hosts in a chroot without /proc: ssh is given this binary's path, found on PATH" {
+	need_chroot
+	[ -x "$SR" ] || { echo "no binary at $SR: run make first" >&2; return 1; }
+	launch_script 2
+	local dir fake=$BATS_TEST_TMPDIR/build/fake-ssh args=$BATS_TEST_TMPDIR/build/ssh-args
+	dir=$(cd "$(dirname "$SR")" && pwd -P)
+	# A stand-in for ssh that keeps the command it was given, then fails
+	# as ssh does when a host cannot be reached.
+	printf '#!/bin/sh\nprintf "%%s\\n" "$@" >>%s\necho "ssh: stand-in, no host reached" >&2\nexit 255\n' "$args" >"$fake"
+	chmod +x "$fake"
+	run in_plain_chroot --no-proc "[ ! -e /proc/self/exe ] || { echo '/proc is mounted'; exit 1; }
+		cd / && PATH='$dir':/usr/bin timeout 60 silvic-ring launch --hosts 127.0.0.1 --ssh '$fake' run --timeout 30 <'$BATS_TEST_TMPDIR/build/script'"
+	echo "$output"
+	cat "$args"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"silvic-ring: host 127.0.0.1 (rank 0): ssh exited with status 255 before its agent answered: ssh: stand-in, no host reached"* ]]
+	[[ "$output" != *"cannot find this program's own path"* ]]
+	# The host was to run the binary found on PATH, by its full path.
+	grep -qF "exec '$dir/silvic-ring' launch --agent" "$args"
+	! grep -q '/proc/self/exe' "$args"
 }
