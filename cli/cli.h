@@ -137,6 +137,13 @@ char *cli_read_file(const char *path, bool nofollow, struct stat *st,
 char *cli_self_path(void);
 
 /*
+ * Says on stderr that cli_self_path found nothing (errno its reason),
+ * what the path was for ("to run the ranks") and what to do instead
+ * (appended as it is: "" or "; give --remote-path").
+ */
+void cli_self_path_error(const char *purpose, const char *advice);
+
+/*
  * The length of a key read from a file of n bytes: a key typed into a
  * text file ends in one newline that is not part of it ("\n" or "\r\n",
  * once); a key with any byte outside printable ASCII and tab is binary

@@ -653,3 +653,11 @@ cli_self_path(void)
 	return strchr(name, '/') != NULL ? realpath(name, NULL) :
 	    path_search(name);
 }
+
+void
+cli_self_path_error(const char *purpose, const char *advice)
+{
+	cli_error("launch: cannot find this program's own path %s "
+	    "(/proc/self/exe, or argv[0] '%s' on PATH): %s%s", purpose,
+	    program_invocation_name, strerror(errno), advice);
+}

@@ -641,9 +641,7 @@ launch_ranks_init(struct launch *l, const struct launch_job *job, int base,
 	l->exe = access("/proc/self/exe", X_OK) == 0 ?
 	    strdup("/proc/self/exe") : cli_self_path();
 	if (l->exe == NULL) {
-		cli_error("launch: cannot find this program's own path to run "
-		    "the ranks (/proc/self/exe, or argv[0] '%s' on PATH): %s",
-		    program_invocation_name, strerror(errno));
+		cli_self_path_error("to run the ranks", "");
 		return EXIT_INTERNAL;
 	}
 	for (int r = 0; r < count; r++) {

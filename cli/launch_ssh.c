@@ -131,10 +131,8 @@ launch_ssh_command(struct run *u)
 	path = u->o->remote_path != NULL ? strdup(u->o->remote_path) :
 	    cli_self_path();
 	if (path == NULL && u->o->remote_path == NULL && errno != ENOMEM) {
-		cli_error("launch: cannot find this program's own path for "
-		    "the hosts to run (/proc/self/exe, or argv[0] '%s' on "
-		    "PATH): %s; give --remote-path", program_invocation_name,
-		    strerror(errno));
+		cli_self_path_error("for the hosts to run",
+		    "; give --remote-path");
 		free(copy);
 		return EXIT_INTERNAL;
 	}
