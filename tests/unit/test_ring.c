@@ -618,11 +618,13 @@ test_streams_mismatch_refused(void)
 	    r.report[0].err.code == SR_EREJECTED, "no rank was rejected");
 }
 
-/* 64 MiB of f64, out of place then in place, every element checked. */
+/* 64 MiB and three f64s, out of place then in place, every element
+ * checked: long blocks of uneven length, at world 4 starting off a
+ * 16-byte boundary. */
 static int
 big_allreduce_scenario(struct rank_ctx *ctx)
 {
-	size_t count = 64 * MiB / sizeof(double);
+	size_t count = 64 * MiB / sizeof(double) + 3;
 	double *send = xmalloc(count * sizeof(double));
 	double *recv = xmalloc(count * sizeof(double));
 	double total = (double)ctx->world * (ctx->world + 1) / 2;
