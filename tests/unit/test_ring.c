@@ -619,8 +619,8 @@ test_streams_mismatch_refused(void)
 }
 
 /* 64 MiB and three f64s, out of place then in place, every element
- * checked: long blocks of uneven length, at world 4 starting off a
- * 16-byte boundary. */
+ * checked: long blocks of uneven length, at world 4 the second and the
+ * fourth starting off a 16-byte boundary. */
 static int
 big_allreduce_scenario(struct rank_ctx *ctx)
 {
